@@ -1,0 +1,69 @@
+"""Pure context assembly: models, token counting, budgets, snapshot and thread builders.
+
+Nothing in this package does I/O or knows Slack's payloads or the Anthropic SDK.
+"""
+
+from __future__ import annotations
+
+from ._errors import BudgetError, ChanctxError, InvalidTimestamp
+from ._message import FileRef, Message, Reaction
+from ._render import Names
+from ._slack_text import render_slack_text
+from ._snapshot import (
+    DEFAULT_ADJACENT_WINDOW,
+    DEFAULT_SNAPSHOT_BUDGET,
+    build_channel_snapshot,
+    reaction_labels,
+)
+from ._thread import DEFAULT_THREAD_BUDGET, build_thread_context
+from ._time import iso_from_ts
+from ._truncate import snippet, truncate_at_sentence
+from ._wire import (
+    AdjacentMessage,
+    Anchor,
+    Author,
+    ChannelRef,
+    ChannelSnapshot,
+    MediaRef,
+    ThreadActivity,
+    ThreadContext,
+    ThreadReply,
+    ThreadRoot,
+    Truncation,
+    wire_json,
+)
+from .tokens import TokenCounter, default_counter
+
+__all__ = [
+    "DEFAULT_ADJACENT_WINDOW",
+    "DEFAULT_SNAPSHOT_BUDGET",
+    "DEFAULT_THREAD_BUDGET",
+    "AdjacentMessage",
+    "Anchor",
+    "Author",
+    "BudgetError",
+    "ChanctxError",
+    "ChannelRef",
+    "ChannelSnapshot",
+    "FileRef",
+    "InvalidTimestamp",
+    "MediaRef",
+    "Message",
+    "Names",
+    "Reaction",
+    "ThreadActivity",
+    "ThreadContext",
+    "ThreadReply",
+    "ThreadRoot",
+    "TokenCounter",
+    "Truncation",
+    "build_channel_snapshot",
+    "build_thread_context",
+    "default_counter",
+    "iso_from_ts",
+    "reaction_labels",
+    "render_slack_text",
+    "snippet",
+    "truncate_at_sentence",
+    "wire_json",
+]
