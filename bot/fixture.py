@@ -1,0 +1,77 @@
+"""Reading a fixture directory (format in fixtures/README.md)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from context import ChanctxError, Names
+
+from .intake import SelfIdentity
+
+__all__ = ["Fixture", "FixtureError", "load_fixture"]
+
+
+class FixtureError(ChanctxError):
+    pass
+
+
+@dataclass(frozen=True)
+class Fixture:
+    path: Path
+    envelopes: list[dict[str, Any]]
+    slack_api: dict[str, Any]
+
+    @property
+    def me(self) -> SelfIdentity:
+        auth = self.slack_api.get("auth", {})
+        return SelfIdentity(user_id=auth.get("user_id", ""), bot_id=auth.get("bot_id", ""))
+
+    @property
+    def names(self) -> Names:
+        users = {
+            user_id: (
+                (user.get("profile") or {}).get("display_name")
+                or user.get("real_name")
+                or user.get("name")
+                or user_id
+            )
+            for user_id, user in self.slack_api.get("users", {}).items()
+        }
+        channels = {cid: c.get("name", cid) for cid, c in self.slack_api.get("channels", {}).items()}
+        return Names(users=users, channels=channels)
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        for envelope in self.envelopes:
+            yield envelope["event"]
+
+
+def _read_events(path: Path) -> list[dict[str, Any]]:
+    envelopes = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            envelope = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise FixtureError(f"{path}:{number}: not JSON ({error.msg}).") from error
+        if not isinstance(envelope, dict) or not isinstance(envelope.get("event"), dict):
+            raise FixtureError(f"{path}:{number}: not an Events API envelope (no 'event' object).")
+        envelopes.append(envelope)
+    return envelopes
+
+
+def load_fixture(path: str | Path) -> Fixture:
+    root = Path(path)
+    events = root / "events.jsonl"
+    if not events.is_file():
+        raise FixtureError(f"Fixture {root} has no events.jsonl.")
+    api_file = root / "slack_api.json"
+    try:
+        slack_api = json.loads(api_file.read_text(encoding="utf-8")) if api_file.is_file() else {}
+    except json.JSONDecodeError as error:
+        raise FixtureError(f"{api_file}: not JSON ({error.msg}, line {error.lineno}).") from error
+    return Fixture(path=root, envelopes=_read_events(events), slack_api=slack_api)

@@ -1,0 +1,177 @@
+"""Slack event -> what it means for chanctx's caches, decided once, in one place.
+
+Each event becomes one intake action: record a message, apply an edit, delete, count a
+reaction, or ignore (with the reason, logged at debug). Edits and deletions never trigger an
+answer; only ``bot/`` decides what does, from the action and the event type.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from context import FileRef, Message, Reaction
+from context._time import validate_ts
+from context._errors import InvalidTimestamp
+
+from ._slack_models import SlackMessage, SlackReactionItem
+
+__all__ = [
+    "Delete",
+    "Edit",
+    "Ignore",
+    "IntakeAction",
+    "React",
+    "Record",
+    "SelfIdentity",
+    "intake",
+]
+
+logger = logging.getLogger("chanctx.intake")
+
+# Subtypes that carry a message a person (or a bot) wrote: recorded as messages.
+_CONTENT_SUBTYPES = {None, "", "bot_message", "file_share", "thread_broadcast", "me_message"}
+# System messages that are channel history but not conversation: recorded, marked by subtype.
+_SYSTEM_SUBTYPES = {
+    "channel_join", "channel_leave", "channel_topic", "channel_purpose", "channel_name",
+    "channel_archive", "channel_unarchive", "group_join", "group_leave", "pinned_item",
+    "unpinned_item", "bot_add", "bot_remove",
+}
+
+
+@dataclass(frozen=True)
+class SelfIdentity:
+    """Who "we" are in this workspace, so our own messages are the assistant's."""
+
+    user_id: str = ""
+    bot_id: str = ""
+
+
+@dataclass(frozen=True)
+class Record:
+    message: Message
+
+
+@dataclass(frozen=True)
+class Edit:
+    channel: str
+    ts: str
+    text: str
+    edited_ts: str | None
+    files: tuple[FileRef, ...] | None
+
+
+@dataclass(frozen=True)
+class Delete:
+    channel: str
+    ts: str
+
+
+@dataclass(frozen=True)
+class React:
+    channel: str
+    ts: str
+    name: str
+    user: str
+    added: bool
+
+
+@dataclass(frozen=True)
+class Ignore:
+    reason: str
+
+
+IntakeAction = Record | Edit | Delete | React | Ignore
+
+
+def _files(raw: SlackMessage) -> tuple[FileRef, ...]:
+    return tuple(
+        FileRef(
+            artifact_id=f.id,
+            media_type=f.mimetype or "application/octet-stream",
+            filename=f.name,
+            title=f.title,
+            byte_length=max(f.size, 0),
+            download_url=f.url_private_download or f.url_private,
+        )
+        for f in raw.files
+        if f.mode not in {"tombstone", "hidden_by_limit"}
+    )
+
+
+def to_message(raw: SlackMessage, channel: str, me: SelfIdentity) -> Message:
+    """A Slack message object as a platform-neutral Message."""
+    is_self = bool(
+        (me.user_id and raw.user == me.user_id) or (me.bot_id and raw.bot_id == me.bot_id)
+    )
+    bot_name = (raw.bot_profile or {}).get("name") if raw.bot_profile else None
+    return Message(
+        channel=channel,
+        ts=raw.ts,
+        thread_ts=raw.thread_ts or None,
+        user_id=raw.user or "",
+        author_name=raw.username or (bot_name if isinstance(bot_name, str) else None),
+        is_bot=bool(raw.bot_id) or raw.subtype == "bot_message",
+        is_self=is_self,
+        bot_id=raw.bot_id or None,
+        text=raw.text or "",
+        subtype=raw.subtype or None,
+        files=_files(raw),
+        reactions=tuple(Reaction(name=r.name, count=r.count, users=tuple(r.users)) for r in raw.reactions),
+        reply_count=raw.reply_count,
+        reply_users=tuple(raw.reply_users),
+        latest_reply=raw.latest_reply or None,
+        edited_ts=(raw.edited.ts or None) if raw.edited else None,
+        is_broadcast=raw.subtype == "thread_broadcast",
+    )
+
+
+def _message_event(event: Mapping[str, Any], me: SelfIdentity) -> IntakeAction:
+    channel = event.get("channel")
+    if not isinstance(channel, str) or not channel:
+        return Ignore("message event without a channel")
+    subtype = event.get("subtype")
+    if subtype == "message_changed":
+        inner = SlackMessage.model_validate(event.get("message") or {})
+        edited_ts = inner.edited.ts if inner.edited and inner.edited.ts else None
+        return Edit(channel, validate_ts(inner.ts), inner.text or "", edited_ts, _files(inner))
+    if subtype == "message_deleted":
+        return Delete(channel, validate_ts(str(event.get("deleted_ts", ""))))
+    if subtype in _CONTENT_SUBTYPES or subtype in _SYSTEM_SUBTYPES:
+        return Record(to_message(SlackMessage.model_validate(event), channel, me))
+    return Ignore(f"message subtype {subtype!r} carries no conversation")
+
+
+def _reaction_event(event: Mapping[str, Any], *, added: bool) -> IntakeAction:
+    item = SlackReactionItem.model_validate(event.get("item") or {})
+    if item.type != "message":
+        return Ignore(f"reaction on a {item.type}, not a message")
+    return React(item.channel, validate_ts(item.ts), str(event.get("reaction", "")), str(event.get("user", "")), added)
+
+
+def intake(event: Mapping[str, Any], me: SelfIdentity) -> IntakeAction:
+    """Decide what one Slack event means for the caches. Never raises on bad input."""
+    kind = event.get("type")
+    try:
+        if kind == "message":
+            action = _message_event(event, me)
+        elif kind in ("reaction_added", "reaction_removed"):
+            action = _reaction_event(event, added=kind == "reaction_added")
+        else:
+            # app_mention duplicates a message event that is recorded on its own.
+            action = Ignore(f"event type {kind!r} changes no history")
+    except (ValidationError, InvalidTimestamp) as error:
+        reason = f"malformed {kind} event: {_first_line(error)}"
+        logger.warning("ignored %s", reason)
+        return Ignore(reason)
+    if isinstance(action, Ignore):
+        logger.debug("ignored: %s", action.reason)
+    return action
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
