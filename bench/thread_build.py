@@ -39,11 +39,21 @@ LINES = [
 
 
 def make_thread(size: int) -> tuple[Message, list[Message]]:
-    root = Message(channel="C1", ts=f"{BASE}.000000", thread_ts=f"{BASE}.000000", user_id="U1",
-                   text="Checkout is returning 502s in eu-west-1. Anyone deploying?")
+    root = Message(
+        channel="C1",
+        ts=f"{BASE}.000000",
+        thread_ts=f"{BASE}.000000",
+        user_id="U1",
+        text="Checkout is returning 502s in eu-west-1. Anyone deploying?",
+    )
     replies = [
-        Message(channel="C1", ts=f"{BASE + 1 + i}.000000", thread_ts=root.ts, user_id=f"U{i % 7}",
-                text=LINES[i % len(LINES)])
+        Message(
+            channel="C1",
+            ts=f"{BASE + 1 + i}.000000",
+            thread_ts=root.ts,
+            user_id=f"U{i % 7}",
+            text=LINES[i % len(LINES)],
+        )
         for i in range(size)
     ]
     return root, replies
@@ -52,24 +62,44 @@ def make_thread(size: int) -> tuple[Message, list[Message]]:
 def naive_build(root: Message, replies: Sequence[Message], budget: int) -> ThreadContext:
     names = Names()
     rendered = [
-        ThreadReply(message_id=m.ts, ts=iso_from_ts(m.ts), author=author_of(m, names),
-                    text=text_of(m, names), is_truncated=False, media=media_of(m))
+        ThreadReply(
+            message_id=m.ts,
+            ts=iso_from_ts(m.ts),
+            author=author_of(m, names),
+            text=text_of(m, names),
+            is_truncated=False,
+            media=media_of(m),
+        )
         for m in replies
     ]
     costs = [COUNTER.count(wire_json(r)) + 1 for r in rendered]  # every reply counted
-    wire_root = ThreadRoot(message_id=root.ts, ts=iso_from_ts(root.ts), author=author_of(root, names),
-                           text=text_of(root, names), media=media_of(root))
+    wire_root = ThreadRoot(
+        message_id=root.ts,
+        ts=iso_from_ts(root.ts),
+        author=author_of(root, names),
+        text=text_of(root, names),
+        media=media_of(root),
+    )
     used, keep = COUNTER.count(wire_root.model_dump_json()) + 60, 0
     for cost in reversed(costs):
         if used + cost > budget:
             break
         used += cost
         keep += 1
-    kept = rendered[len(rendered) - keep:]
+    kept = rendered[len(rendered) - keep :]
     omitted = len(replies) - keep
-    return ThreadContext(thread_id=root.ts, root=wire_root, replies=kept, truncation=Truncation(
-        total_replies=len(replies), included_replies=keep,
-        omitted_range_ts=(iso_from_ts(replies[0].ts), iso_from_ts(replies[omitted - 1].ts)) if omitted else None))
+    return ThreadContext(
+        thread_id=root.ts,
+        root=wire_root,
+        replies=kept,
+        truncation=Truncation(
+            total_replies=len(replies),
+            included_replies=keep,
+            omitted_range_ts=(iso_from_ts(replies[0].ts), iso_from_ts(replies[omitted - 1].ts))
+            if omitted
+            else None,
+        ),
+    )
 
 
 def median_ms(action: Callable[[], object], repeat: int) -> float:
@@ -86,8 +116,11 @@ def main() -> None:
     ours_by_size: dict[int, float] = {}
     for size in SIZES:
         root, replies = make_thread(size)
-        ours = median_ms(lambda: build_thread_context(root, replies), repeat=15)
-        naive = median_ms(lambda: naive_build(root, replies, DEFAULT_THREAD_BUDGET), repeat=3 if size >= 10_000 else 7)
+        ours = median_ms(lambda r=root, rs=replies: build_thread_context(r, rs), repeat=15)
+        naive = median_ms(
+            lambda r=root, rs=replies: naive_build(r, rs, DEFAULT_THREAD_BUDGET),
+            repeat=3 if size >= 10_000 else 7,
+        )
         context = build_thread_context(root, replies)
         ours_by_size[size] = ours
         rows.append(

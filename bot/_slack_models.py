@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["SlackEdited", "SlackFile", "SlackMessage", "SlackReactionItem", "SlackReaction"]
+__all__ = ["SlackEdited", "SlackFile", "SlackMessage", "SlackReaction", "SlackReactionItem"]
 
 
 class _Slack(BaseModel):

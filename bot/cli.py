@@ -36,7 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="print a machine-readable report")
     show.add_argument("--thread-budget", type=int, default=ContextSettings.thread_budget)
     show.add_argument("--snapshot-budget", type=int, default=ContextSettings.snapshot_budget)
-    show.add_argument("--window", type=int, default=ContextSettings.window, help="adjacent messages")
+    show.add_argument(
+        "--window", type=int, default=ContextSettings.window, help="adjacent messages"
+    )
     show.add_argument("--model", default=None, help="model id, chooses the token family")
     return parser
 
@@ -47,12 +49,20 @@ def _context_report(args: argparse.Namespace) -> tuple[dict[str, Any], list[Buil
         me=fixture.me,
         names=fixture.names,
         settings=ContextSettings(
-            thread_budget=args.thread_budget, snapshot_budget=args.snapshot_budget, window=args.window
+            thread_budget=args.thread_budget,
+            snapshot_budget=args.snapshot_budget,
+            window=args.window,
         ),
         counter=default_counter(args.model),
     )
     tally = {"messages": 0, "edits": 0, "deletions": 0, "reactions": 0, "ignored": 0}
-    kinds = {Record: "messages", Edit: "edits", Delete: "deletions", React: "reactions", Ignore: "ignored"}
+    kinds = {
+        Record: "messages",
+        Edit: "edits",
+        Delete: "deletions",
+        React: "reactions",
+        Ignore: "ignored",
+    }
     built: list[BuiltContext] = []
     answered: set[tuple[str, str]] = set()
     for event in fixture.events():
@@ -83,21 +93,35 @@ def _context_report(args: argparse.Namespace) -> tuple[dict[str, Any], list[Buil
         }
         for c in built
     ]
-    report = {"fixture": str(fixture.path), "events": len(fixture.envelopes), "intake": tally, "turns": turns}
+    report = {
+        "fixture": str(fixture.path),
+        "events": len(fixture.envelopes),
+        "intake": tally,
+        "turns": turns,
+    }
     return report, built
 
 
-def _print_readable(report: dict[str, Any], built: list[BuiltContext], args: argparse.Namespace) -> None:
+def _print_readable(
+    report: dict[str, Any], built: list[BuiltContext], args: argparse.Namespace
+) -> None:
     tally = report["intake"]
-    print(f"chanctx context: {report['fixture']} ({report['events']} events: "
-          + ", ".join(f"{n} {k}" for k, n in tally.items()) + ")")
+    print(
+        f"chanctx context: {report['fixture']} ({report['events']} events: "
+        + ", ".join(f"{n} {k}" for k, n in tally.items())
+        + ")"
+    )
     for number, context in enumerate(built, start=1):
         snap, thread = context.snapshot, context.thread
-        print(f"\nMention {number} in #{snap.channel.name} by {snap.anchor.author.display_name} "
-              f"at {snap.anchor.ts}")
+        print(
+            f"\nMention {number} in #{snap.channel.name} by {snap.anchor.author.display_name} "
+            f"at {snap.anchor.ts}"
+        )
         print(f"  > {snap.anchor.text}")
-        print(f"  ChannelSnapshot: {len(snap.adjacent)} adjacent messages, "
-              f"{context.snapshot_tokens} tokens (budget {args.snapshot_budget})")
+        print(
+            f"  ChannelSnapshot: {len(snap.adjacent)} adjacent messages, "
+            f"{context.snapshot_tokens} tokens (budget {args.snapshot_budget})"
+        )
         for adjacent in snap.adjacent:
             extras = []
             if adjacent.thread_activity:
@@ -106,19 +130,29 @@ def _print_readable(report: dict[str, Any], built: list[BuiltContext], args: arg
             if adjacent.has_media:
                 extras.append("media")
             tail = f"  [{'; '.join(extras)}]" if extras else ""
-            print(f"    {adjacent.ts}  {adjacent.author.display_name}: {adjacent.snippet[:70]}{tail}")
+            print(
+                f"    {adjacent.ts}  {adjacent.author.display_name}: {adjacent.snippet[:70]}{tail}"
+            )
         if thread is None:
             print("  ThreadContext: none (the mention is not in a thread)")
             continue
         t = thread.truncation
-        print(f"  ThreadContext: root + {t.included_replies}/{t.total_replies} replies, "
-              f"{context.thread_tokens} tokens (budget {args.thread_budget})"
-              + (f", omitted {t.omitted_range_ts[0]} .. {t.omitted_range_ts[1]}" if t.omitted_range_ts else ""))
+        print(
+            f"  ThreadContext: root + {t.included_replies}/{t.total_replies} replies, "
+            f"{context.thread_tokens} tokens (budget {args.thread_budget})"
+            + (
+                f", omitted {t.omitted_range_ts[0]} .. {t.omitted_range_ts[1]}"
+                if t.omitted_range_ts
+                else ""
+            )
+        )
         print(f"    root  {thread.root.author.display_name}: {thread.root.text[:70]}")
         for reply in thread.replies:
             mark = " (cut)" if reply.is_truncated else ""
             print(f"    {reply.ts}  {reply.author.display_name}: {reply.text[:70]}{mark}")
-        print(f"  Context for Claude: {context.snapshot_tokens + context.thread_tokens} tokens in all")
+        print(
+            f"  Context for Claude: {context.snapshot_tokens + context.thread_tokens} tokens in all"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -63,7 +63,11 @@ class ContextEngine:
             self.history.record(action.message)
         elif isinstance(action, Edit):
             self.history.apply_edit(
-                action.channel, action.ts, text=action.text, edited_ts=action.edited_ts, files=action.files
+                action.channel,
+                action.ts,
+                text=action.text,
+                edited_ts=action.edited_ts,
+                files=action.files,
             )
         elif isinstance(action, Delete):
             self.history.delete(action.channel, action.ts)

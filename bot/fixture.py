@@ -41,7 +41,9 @@ class Fixture:
             )
             for user_id, user in self.slack_api.get("users", {}).items()
         }
-        channels = {cid: c.get("name", cid) for cid, c in self.slack_api.get("channels", {}).items()}
+        channels = {
+            cid: c.get("name", cid) for cid, c in self.slack_api.get("channels", {}).items()
+        }
         return Names(users=users, channels=channels)
 
     def events(self) -> Iterator[dict[str, Any]]:

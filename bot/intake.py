@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from context import FileRef, Message, Reaction
-from context._time import validate_ts
 from context._errors import InvalidTimestamp
+from context._time import validate_ts
 
 from ._slack_models import SlackMessage, SlackReactionItem
 
@@ -37,9 +37,19 @@ logger = logging.getLogger("chanctx.intake")
 _CONTENT_SUBTYPES = {None, "", "bot_message", "file_share", "thread_broadcast", "me_message"}
 # System messages that are channel history but not conversation: recorded, marked by subtype.
 _SYSTEM_SUBTYPES = {
-    "channel_join", "channel_leave", "channel_topic", "channel_purpose", "channel_name",
-    "channel_archive", "channel_unarchive", "group_join", "group_leave", "pinned_item",
-    "unpinned_item", "bot_add", "bot_remove",
+    "channel_join",
+    "channel_leave",
+    "channel_topic",
+    "channel_purpose",
+    "channel_name",
+    "channel_archive",
+    "channel_unarchive",
+    "group_join",
+    "group_leave",
+    "pinned_item",
+    "unpinned_item",
+    "bot_add",
+    "bot_remove",
 }
 
 
@@ -121,7 +131,9 @@ def to_message(raw: SlackMessage, channel: str, me: SelfIdentity) -> Message:
         text=raw.text or "",
         subtype=raw.subtype or None,
         files=_files(raw),
-        reactions=tuple(Reaction(name=r.name, count=r.count, users=tuple(r.users)) for r in raw.reactions),
+        reactions=tuple(
+            Reaction(name=r.name, count=r.count, users=tuple(r.users)) for r in raw.reactions
+        ),
         reply_count=raw.reply_count,
         reply_users=tuple(raw.reply_users),
         latest_reply=raw.latest_reply or None,
@@ -150,7 +162,13 @@ def _reaction_event(event: Mapping[str, Any], *, added: bool) -> IntakeAction:
     item = SlackReactionItem.model_validate(event.get("item") or {})
     if item.type != "message":
         return Ignore(f"reaction on a {item.type}, not a message")
-    return React(item.channel, validate_ts(item.ts), str(event.get("reaction", "")), str(event.get("user", "")), added)
+    return React(
+        item.channel,
+        validate_ts(item.ts),
+        str(event.get("reaction", "")),
+        str(event.get("user", "")),
+        added,
+    )
 
 
 def intake(event: Mapping[str, Any], me: SelfIdentity) -> IntakeAction:

@@ -35,9 +35,7 @@ def _link(target: str, label: str | None) -> str:
     return f"{label} ({url})"
 
 
-def _render_token(
-    body: str, users: Mapping[str, str], channels: Mapping[str, str]
-) -> str:
+def _render_token(body: str, users: Mapping[str, str], channels: Mapping[str, str]) -> str:
     target, _, label = body.partition("|")
     label_or_none = label if label else None
     if target.startswith("@"):

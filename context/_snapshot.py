@@ -42,7 +42,9 @@ def reaction_labels(message: Message) -> list[str]:
     return [f":{r.name}: {r.count}" for r in counted]
 
 
-def _activity(message: Message, anchor_seconds: float, replies_of: RepliesOf) -> ThreadActivity | None:
+def _activity(
+    message: Message, anchor_seconds: float, replies_of: RepliesOf
+) -> ThreadActivity | None:
     known = () if message.is_reply else replies_of(message.ts)
     reply_count = max(message.reply_count, len(known))
     if reply_count == 0:

@@ -83,14 +83,17 @@ def pack(
             continue
         packing.exhausted = True
         if truncate:
-            room = budget - packing.used
-            cut = truncate_at_sentence(chunk.text, lambda text: cost(chunk, text) <= room)
+            cut = truncate_at_sentence(chunk.text, _fits_in(chunk, budget - packing.used, cost))
             if cut is not None:
                 cut_tokens = cost(chunk, cut)
                 packing.included.append(Packed(chunk, cut, cut_tokens, truncated=True))
                 packing.used += cut_tokens
         break
     return packing
+
+
+def _fits_in(chunk: Chunk[T], room: int, cost: Cost[T]) -> Callable[[str], bool]:
+    return lambda text: cost(chunk, text) <= room
 
 
 def optimize(

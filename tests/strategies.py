@@ -8,11 +8,12 @@ from context import FileRef, Message, Reaction
 
 BASE = 1_760_000_000  # an arbitrary moment in 2025
 
-_words = st.sampled_from(
+_VOCABULARY = (
     "deploy rollback the is failing on prod we and logs error 502 why ok 👍 thanks "
     "<@U1> <#C2|ops> <https://status.example.com|status> &amp; café 数据 retry p99 "
-    "latency canary db migration hotfix".split()
+    "latency canary db migration hotfix"
 )
+_words = st.sampled_from(_VOCABULARY.split())
 _ender = st.sampled_from([".", "!", "?", "", "\n"])
 
 

@@ -21,8 +21,8 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def report() -> dict[str, Any]:
-    from io import StringIO
     from contextlib import redirect_stdout
+    from io import StringIO
 
     out = StringIO()
     with redirect_stdout(out):
@@ -33,10 +33,18 @@ def report() -> dict[str, Any]:
 def test_one_turn_per_mention(report: dict[str, Any]) -> None:
     # Each mention arrives as a message event and an app_mention event.
     assert len(report["turns"]) == 2
-    assert report["intake"] == {"messages": 42, "edits": 1, "deletions": 1, "reactions": 8, "ignored": 2}
+    assert report["intake"] == {
+        "messages": 42,
+        "edits": 1,
+        "deletions": 1,
+        "reactions": 8,
+        "ignored": 2,
+    }
 
 
-def test_thread_mention_gets_the_whole_thread_without_repeating_the_anchor(report: dict[str, Any]) -> None:
+def test_thread_mention_gets_the_whole_thread_without_repeating_the_anchor(
+    report: dict[str, Any],
+) -> None:
     turn = report["turns"][0]
     thread = ThreadContext.model_validate(turn["context"]["thread"])
     snapshot = ChannelSnapshot.model_validate(turn["context"]["snapshot"])
@@ -57,7 +65,9 @@ def test_edits_deletions_reactions_and_files_are_reflected(report: dict[str, Any
     grafana = next(r for r in thread.replies if r.text.startswith("Looking. Grafana"))
     assert [m.artifact_id for m in grafana.media] == ["F0GRAPH502"]
     snapshot = ChannelSnapshot.model_validate(report["turns"][1]["context"]["snapshot"])
-    rollback = next(a for a in snapshot.adjacent if a.snippet.startswith("Rollback complete"))  # broadcast
+    rollback = next(
+        a for a in snapshot.adjacent if a.snippet.startswith("Rollback complete")
+    )  # broadcast
     assert rollback.reactions == [":white_check_mark: 3", ":tada: 1"]
     freeze = next(a for a in snapshot.adjacent if a.snippet.startswith("Reminder: change freeze"))
     assert freeze.reactions == [":+1: 2", ":eyes: 2"]
@@ -104,12 +114,16 @@ def test_readable_output_names_people_and_budgets(capsys: pytest.CaptureFixture[
     assert "@chanctx did the staging database come back" in out
 
 
-def test_missing_fixture_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_fixture_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["context", str(tmp_path)]) == 2
     assert f"Fixture {tmp_path} has no events.jsonl." in capsys.readouterr().err
 
 
-def test_malformed_line_names_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_malformed_line_names_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     good = (DEMO / "events.jsonl").read_text().splitlines()[0]
     (tmp_path / "events.jsonl").write_text(good + "\n{not json\n")
     assert main(["context", str(tmp_path)]) == 2
