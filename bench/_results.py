@@ -25,6 +25,12 @@ def write_section(name: str, body: str) -> None:
         f"_Measured {stamp}, Python {platform.python_version()}._\n\n{body.strip()}\n"
         f"<!-- {name}:end -->\n"
     )
-    pattern = re.compile(rf"<!-- {re.escape(name)}:start -->.*?<!-- {re.escape(name)}:end -->\n", re.S)
-    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block
+    pattern = re.compile(
+        rf"<!-- {re.escape(name)}:start -->.*?<!-- {re.escape(name)}:end -->\n", re.S
+    )
+    text = (
+        pattern.sub(lambda _: block, text)
+        if pattern.search(text)
+        else text.rstrip() + "\n\n" + block
+    )
     RESULTS.write_text(text)

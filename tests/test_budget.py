@@ -42,7 +42,10 @@ def test_total_never_exceeds_budget(candidates: list[Chunk[int]], budget: int) -
 
 @given(chunks, st.integers(0, 3_000))
 def test_pinned_first_then_relevance(candidates: list[Chunk[int]], budget: int) -> None:
-    order = [(not p.chunk.pinned, -p.chunk.relevance) for p in optimize(candidates, budget=budget, cost=cost).included]
+    order = [
+        (not p.chunk.pinned, -p.chunk.relevance)
+        for p in optimize(candidates, budget=budget, cost=cost).included
+    ]
     assert order == sorted(order)
 
 

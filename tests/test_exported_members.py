@@ -17,7 +17,17 @@ def test_all_names_exist(package: str) -> None:
 def test_context_exports_the_models_other_layers_use() -> None:
     import context
 
-    for name in ["ChannelSnapshot", "ThreadContext", "Message", "Author", "MediaRef", "TokenCounter",
-                 "build_channel_snapshot", "build_thread_context", "default_counter", "wire_json"]:
+    for name in [
+        "ChannelSnapshot",
+        "ThreadContext",
+        "Message",
+        "Author",
+        "MediaRef",
+        "TokenCounter",
+        "build_channel_snapshot",
+        "build_thread_context",
+        "default_counter",
+        "wire_json",
+    ]:
         assert name in context.__all__
     assert callable(importlib.import_module("context.tokens").default_counter)

@@ -36,4 +36,6 @@ def test_dependencies_point_one_way(package: str) -> None:
         forbidden = (roots & own) - ALLOWED[package] - {package}
         assert not forbidden, f"{path.relative_to(ROOT)} imports {sorted(forbidden)}"
         if package != "bot":
-            assert not roots & SDKS, f"{path.relative_to(ROOT)} imports an SDK: {sorted(roots & SDKS)}"
+            assert not roots & SDKS, (
+                f"{path.relative_to(ROOT)} imports an SDK: {sorted(roots & SDKS)}"
+            )

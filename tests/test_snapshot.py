@@ -33,7 +33,9 @@ def _distance(snapshot: ChannelSnapshot, message_id: str) -> float:
 
 
 @given(timelines(), st.data(), st.integers(0, 3_000), st.integers(0, 30))
-def test_snapshot_fits_budget_and_window(timeline: list[Message], data: st.DataObject, budget: int, window: int) -> None:
+def test_snapshot_fits_budget_and_window(
+    timeline: list[Message], data: st.DataObject, budget: int, window: int
+) -> None:
     index = data.draw(st.integers(0, len(timeline) - 1))
     snapshot = _snap(timeline, index, budget_tokens=budget, window=window)
     tokens = COUNTER.count(wire_json(snapshot))
@@ -60,11 +62,15 @@ def test_anchor_whole_and_adjacent_nearest_in_time_order(
     kept = {*ids}
     dropped = [m.ts for m in timeline if m.ts not in kept and m.ts != anchor.ts]
     if kept and dropped:
-        assert max(_distance(snapshot, i) for i in kept) <= min(_distance(snapshot, d) for d in dropped)
+        assert max(_distance(snapshot, i) for i in kept) <= min(
+            _distance(snapshot, d) for d in dropped
+        )
 
 
 @given(timelines(), st.data())
-def test_snapshot_round_trips_and_matches_sources(timeline: list[Message], data: st.DataObject) -> None:
+def test_snapshot_round_trips_and_matches_sources(
+    timeline: list[Message], data: st.DataObject
+) -> None:
     index = data.draw(st.integers(0, len(timeline) - 1))
     snapshot = _snap(timeline, index, budget_tokens=100_000)
     assert ChannelSnapshot.model_validate_json(wire_json(snapshot)) == snapshot
@@ -77,7 +83,9 @@ def test_snapshot_round_trips_and_matches_sources(timeline: list[Message], data:
 
 
 def test_window_defaults_to_the_20_nearest() -> None:
-    timeline = [Message(channel="C1", ts=ts_at(i * 10), user_id="U1", text=f"m{i}") for i in range(100)]
+    timeline = [
+        Message(channel="C1", ts=ts_at(i * 10), user_id="U1", text=f"m{i}") for i in range(100)
+    ]
     snapshot = _snap(timeline, 50, budget_tokens=100_000)
     assert [a.snippet for a in snapshot.adjacent] == [f"m{i}" for i in range(40, 61) if i != 50]
 
@@ -91,41 +99,59 @@ def test_budget_drops_the_farthest_first() -> None:
     tight = _snap(timeline, 20, budget_tokens=COUNTER.count(wire_json(full)) // 2)
     kept = [int(a.snippet.split()[1]) for a in tight.adjacent]
     assert 0 < len(kept) < 20
-    assert max(abs(k - 20) for k in kept) <= min(abs(k - 20) for k in range(10, 31) if k not in kept and k != 20)
+    assert max(abs(k - 20) for k in kept) <= min(
+        abs(k - 20) for k in range(10, 31) if k not in kept and k != 20
+    )
 
 
 def test_reactions_sorted_by_count_then_name() -> None:
     message = Message(
-        channel="C1", ts=ts_at(0),
-        reactions=(Reaction(name="eyes", count=2), Reaction(name="white_check_mark", count=3),
-                   Reaction(name="+1", count=2), Reaction(name="gone", count=0)),
+        channel="C1",
+        ts=ts_at(0),
+        reactions=(
+            Reaction(name="eyes", count=2),
+            Reaction(name="white_check_mark", count=3),
+            Reaction(name="+1", count=2),
+            Reaction(name="gone", count=0),
+        ),
     )
     assert reaction_labels(message) == [":white_check_mark: 3", ":+1: 2", ":eyes: 2"]
 
 
 def test_thread_activity_counts_replies_in_the_hour_before_the_anchor() -> None:
-    root = Message(channel="C1", ts=ts_at(0), thread_ts=ts_at(0), user_id="U1", text="Incident", reply_count=4)
+    root = Message(
+        channel="C1", ts=ts_at(0), thread_ts=ts_at(0), user_id="U1", text="Incident", reply_count=4
+    )
     replies = [
         Message(channel="C1", ts=ts_at(t), thread_ts=root.ts, user_id="U2", text="r")
         for t in (60, 4_000, 6_000, 7_100)
     ]
     anchor = Message(channel="C1", ts=ts_at(7_200), user_id="U3", text="<@UBOT> summary?")
     snapshot = build_channel_snapshot(
-        anchor, [root, anchor], channel_name="ops", replies_of=lambda ts: replies if ts == root.ts else []
+        anchor,
+        [root, anchor],
+        channel_name="ops",
+        replies_of=lambda ts: replies if ts == root.ts else [],
     )
     (adjacent,) = snapshot.adjacent
     assert adjacent.thread_activity is not None
     # (3600, 7200]: the replies at 4000, 6000 and 7100 count; the one at 60 does not.
     assert adjacent.thread_activity.model_dump() == {
-        "reply_count": 4, "replies_last_1h": 3, "last_reply_ts": iso_from_ts(ts_at(7_100)),
+        "reply_count": 4,
+        "replies_last_1h": 3,
+        "last_reply_ts": iso_from_ts(ts_at(7_100)),
     }
 
 
 def test_anchor_in_a_thread_leaves_its_root_out_and_keeps_files() -> None:
-    root = Message(channel="C1", ts=ts_at(0), thread_ts=ts_at(0), user_id="U1", text="root", reply_count=1)
+    root = Message(
+        channel="C1", ts=ts_at(0), thread_ts=ts_at(0), user_id="U1", text="root", reply_count=1
+    )
     other = Message(channel="C1", ts=ts_at(30), user_id="U2", text="other")
     image = FileRef(artifact_id="F1", media_type="image/png", filename="graph.png", byte_length=123)
-    anchor = Message(channel="C1", ts=ts_at(60), thread_ts=root.ts, user_id="U3", text="", files=(image,))
+    anchor = Message(
+        channel="C1", ts=ts_at(60), thread_ts=root.ts, user_id="U3", text="", files=(image,)
+    )
     snapshot = build_channel_snapshot(anchor, [root, other], channel_name="ops")
     assert [a.message_id for a in snapshot.adjacent] == [other.ts]
     assert snapshot.anchor.thread_id == root.ts
@@ -141,7 +167,13 @@ def test_field_names_match_seed_003() -> None:
     assert list(dumped["channel"]) == ["id", "name", "platform"]
     assert list(dumped["anchor"]) == ["message_id", "ts", "author", "text", "media", "thread_id"]
     assert list(dumped["adjacent"][0]) == [
-        "message_id", "ts", "author", "snippet", "thread_activity", "has_media", "reactions",
+        "message_id",
+        "ts",
+        "author",
+        "snippet",
+        "thread_activity",
+        "has_media",
+        "reactions",
     ]
 
 

@@ -28,7 +28,9 @@ def _root_only_tokens(root: Message, replies: list[Message]) -> int:
 
 
 @given(threads(), budgets)
-def test_serialized_json_fits_the_budget(thread: tuple[Message, list[Message]], budget: int) -> None:
+def test_serialized_json_fits_the_budget(
+    thread: tuple[Message, list[Message]], budget: int
+) -> None:
     root, replies = thread
     context = build_thread_context(root, replies, budget_tokens=budget)
     tokens = COUNTER.count(wire_json(context))
@@ -45,11 +47,15 @@ def test_root_is_always_whole(thread: tuple[Message, list[Message]], budget: int
 
 
 @given(threads(), budgets)
-def test_most_recent_replies_kept_in_order(thread: tuple[Message, list[Message]], budget: int) -> None:
+def test_most_recent_replies_kept_in_order(
+    thread: tuple[Message, list[Message]], budget: int
+) -> None:
     root, replies = thread
     context = build_thread_context(root, replies, budget_tokens=budget)
     kept = [reply.message_id for reply in context.replies]
-    assert kept == [m.ts for m in replies[len(replies) - len(kept) :]]  # a newest suffix, oldest first
+    assert kept == [
+        m.ts for m in replies[len(replies) - len(kept) :]
+    ]  # a newest suffix, oldest first
 
 
 @given(threads(), budgets)
@@ -62,7 +68,10 @@ def test_truncation_block_is_exact(thread: tuple[Message, list[Message]], budget
     assert truncation.strategy == "most_recent"
     omitted = replies[: len(replies) - len(context.replies)]
     if omitted:
-        assert truncation.omitted_range_ts == (iso_from_ts(omitted[0].ts), iso_from_ts(omitted[-1].ts))
+        assert truncation.omitted_range_ts == (
+            iso_from_ts(omitted[0].ts),
+            iso_from_ts(omitted[-1].ts),
+        )
     else:
         assert truncation.omitted_range_ts is None
 
@@ -93,7 +102,9 @@ def test_json_round_trips(thread: tuple[Message, list[Message]], budget: int) ->
 
 
 def _long_thread(count: int, words: int = 30) -> tuple[Message, list[Message]]:
-    root = Message(channel="C1", ts=ts_at(0), thread_ts=ts_at(0), user_id="U1", text="Prod is down.")
+    root = Message(
+        channel="C1", ts=ts_at(0), thread_ts=ts_at(0), user_id="U1", text="Prod is down."
+    )
     body = " ".join(["The error rate climbed again after the retry."] * (words // 8 + 1))
     replies = [
         Message(channel="C1", ts=ts_at(i + 1), thread_ts=root.ts, user_id="U2", text=body)
@@ -113,10 +124,15 @@ def test_default_budget_is_8000_and_keeps_the_newest() -> None:
 def test_a_reply_cut_to_fit_ends_with_ellipsis() -> None:
     root = Message(channel="C1", ts=ts_at(0), thread_ts=ts_at(0), user_id="U1", text="Status?")
     long_reply = Message(
-        channel="C1", ts=ts_at(1), thread_ts=root.ts, user_id="U2",
+        channel="C1",
+        ts=ts_at(1),
+        thread_ts=root.ts,
+        user_id="U2",
         text=" ".join(f"Step {i} is done and verified." for i in range(200)),
     )
-    budget = COUNTER.count(wire_json(build_thread_context(root, [long_reply], budget_tokens=0))) + 300
+    budget = (
+        COUNTER.count(wire_json(build_thread_context(root, [long_reply], budget_tokens=0))) + 300
+    )
     context = build_thread_context(root, [long_reply], budget_tokens=budget)
     assert len(context.replies) == 1
     reply = context.replies[0]
@@ -146,13 +162,22 @@ def test_build_cost_does_not_depend_on_thread_length() -> None:
 def test_names_are_resolved_and_bots_marked() -> None:
     root = Message(channel="C1", ts=ts_at(0), thread_ts=ts_at(0), user_id="U1", text="hi <@U2>")
     bot = Message(
-        channel="C1", ts=ts_at(5), thread_ts=root.ts, bot_id="B1", is_bot=True,
-        author_name="deploybot", text="Deploy 42 finished.",
+        channel="C1",
+        ts=ts_at(5),
+        thread_ts=root.ts,
+        bot_id="B1",
+        is_bot=True,
+        author_name="deploybot",
+        text="Deploy 42 finished.",
     )
     context = build_thread_context(root, [bot], names=Names(users={"U1": "Sam", "U2": "Ana"}))
     assert context.root.text == "hi @Ana"
     assert context.root.author.display_name == "Sam"
-    assert context.replies[0].author.model_dump() == {"user_id": "B1", "display_name": "deploybot", "is_bot": True}
+    assert context.replies[0].author.model_dump() == {
+        "user_id": "B1",
+        "display_name": "deploybot",
+        "is_bot": True,
+    }
     assert context.root.ts == iso_from_ts(ts_at(0)) == f"{_iso(BASE)}"
 
 
