@@ -1,0 +1,26 @@
+"""Caches that let chanctx answer from the event stream instead of the Slack Web API.
+
+``ChannelHistory`` is written through from every message event; ``ThreadReplyCache`` and
+``ThreadStarterCache`` fetch through a small fetcher protocol (implemented by ``bot/``) only on a
+miss or after their TTL, and are kept current from events in between. Nothing here imports a
+platform SDK.
+"""
+
+from __future__ import annotations
+
+from ._clock import Clock, FakeClock
+from ._history import ChannelHistory, ts_key
+from ._thread_replies import CachedThread, ThreadFetcher, ThreadReplyCache
+from ._thread_starters import MessageFetcher, ThreadStarterCache
+
+__all__ = [
+    "CachedThread",
+    "ChannelHistory",
+    "Clock",
+    "FakeClock",
+    "MessageFetcher",
+    "ThreadFetcher",
+    "ThreadReplyCache",
+    "ThreadStarterCache",
+    "ts_key",
+]
