@@ -25,8 +25,10 @@ def report() -> dict[str, Any]:
     from io import StringIO
 
     out = StringIO()
+    # A roomy snapshot budget, so every adjacent message can be inspected; the default
+    # budget is tested on its own below.
     with redirect_stdout(out):
-        assert main(["context", str(DEMO), "--json"]) == 0
+        assert main(["context", str(DEMO), "--json", "--snapshot-budget", "20000"]) == 0
     return json.loads(out.getvalue())
 
 
@@ -97,6 +99,17 @@ def test_budgets_are_honoured_and_reported(capsys: pytest.CaptureFixture[str]) -
     assert counter.count(wire_json(snapshot)) == turn["context"]["tokens"]["snapshot"] <= 400
     assert 0 < thread.truncation.included_replies < 29
     assert thread.replies[-1].text.startswith("Will do.")  # the newest reply is kept
+
+
+def test_default_budgets_keep_the_nearest(capsys: pytest.CaptureFixture[str]) -> None:
+    report = run_json(capsys)
+    for turn in report["turns"]:
+        snapshot = ChannelSnapshot.model_validate(turn["context"]["snapshot"])
+        assert 0 < len(snapshot.adjacent) <= 20
+        assert turn["context"]["tokens"]["snapshot"] <= 1_500
+        assert turn["context"]["tokens"]["thread"] <= 8_000
+    nearest = ChannelSnapshot.model_validate(report["turns"][1]["context"]["snapshot"]).adjacent[-1]
+    assert nearest.snippet.startswith("Lunch order")  # the message right before the mention
 
 
 def test_report_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
