@@ -1,0 +1,231 @@
+"""A minimal fake of the Anthropic HTTP API on loopback, for tests and offline demos.
+
+The real ``anthropic.Anthropic`` client talks to it unchanged (``base_url=fake.url``), so tests
+exercise the SDK's own request building, error mapping and timeouts. It records every request and
+supports fault injection (error statuses, slow answers). Routing is a small dispatch table keyed
+by ``(method, path)``, so ``POST /v1/messages`` can be added as one more handler later.
+
+    with FakeAnthropicAPI() as fake:
+        client = anthropic.Anthropic(api_key="test-key", base_url=fake.url)
+        client.messages.count_tokens(model="claude-opus-4-8", messages=[...])
+        fake.requests[-1].body
+
+Answers:
+
+* ``POST /v1/messages/count_tokens``: ``{"input_tokens": FRAME_TOKENS + n}`` where ``n`` is the
+  offline estimate (``default_counter("claude-opus-4-8")``) of all text in the messages and the
+  system prompt, concatenated;
+* anything else: 404 with an Anthropic-style error body.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Final
+
+from context.tokens import default_counter
+
+__all__ = ["FRAME_TOKENS", "FakeAnthropicAPI", "Fault", "RecordedRequest"]
+
+# The fixed per-request overhead the fake adds to every count (the real API adds one too).
+FRAME_TOKENS: Final = 7
+# Headers that carry credentials: never recorded.
+_SECRET_HEADERS: Final = frozenset({"x-api-key", "authorization"})
+# Anthropic's error "type" for each status the fake can produce.
+_ERROR_TYPES: Final = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-cased names, credentials removed
+    body: Any  # the parsed JSON body, or None
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What to do to one request instead of (or before) answering it normally."""
+
+    status: int | None = None  # answer with this error status
+    delay: float = 0.0  # sleep this long first
+    retry_after: float | None = None  # Retry-After header on the error answer
+
+
+@dataclass(frozen=True)
+class _Reply:
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+_Handler = Callable[[Any], _Reply]
+
+
+def _error(status: int, message: str) -> _Reply:
+    kind = _ERROR_TYPES.get(status, "api_error")
+    return _Reply(status, {"type": "error", "error": {"type": kind, "message": message}})
+
+
+def _texts(value: Any) -> list[str]:
+    """All text in a messages/system payload: strings and ``{"type": "text", "text": ...}``."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [t for item in value for t in _texts(item)]
+    if isinstance(value, dict):
+        if value.get("type") == "text" and isinstance(value.get("text"), str):
+            return [value["text"]]
+        return _texts(value.get("content", []))
+    return []
+
+
+def _count_tokens(body: Any) -> _Reply:
+    if not isinstance(body, dict) or "model" not in body or "messages" not in body:
+        return _error(400, "count_tokens needs 'model' and 'messages'")
+    text = "".join(_texts(body.get("system", [])) + _texts(body["messages"]))
+    counter = default_counter("claude-opus-4-8")
+    return _Reply(200, {"input_tokens": FRAME_TOKENS + counter.count(text)})
+
+
+class FakeAnthropicAPI:
+    """A threaded HTTP server on 127.0.0.1 (a free port) answering like the Anthropic API."""
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self._faults: deque[Fault] = deque()
+        self._lock = threading.Lock()
+        self._routes: dict[tuple[str, str], _Handler] = {
+            ("POST", "/v1/messages/count_tokens"): _count_tokens,
+        }
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        # A short poll interval: shutdown() waits up to one interval, and tests open many fakes.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.02},
+            name="fake-anthropic",
+            daemon=True,
+        )
+        self._thread.start()
+        host, port = self._server.server_address[:2]
+        self.url = f"http://{host!s}:{port}"
+
+    # --- fault injection -----------------------------------------------------------------
+
+    def fail_next(self, n: int = 1, *, status: int = 500, retry_after: float | None = None) -> None:
+        """Answer the next ``n`` requests with ``status`` (an Anthropic-style error body)."""
+        with self._lock:
+            self._faults.extend(Fault(status=status, retry_after=retry_after) for _ in range(n))
+
+    def slow_next(self, n: int = 1, *, seconds: float) -> None:
+        """Sleep ``seconds`` before answering each of the next ``n`` requests."""
+        with self._lock:
+            self._faults.extend(Fault(delay=seconds) for _ in range(n))
+
+    def route(self, method: str, path: str, handler: _Handler) -> None:
+        """Add or replace the handler for ``method path`` (it gets the parsed JSON body)."""
+        self._routes[(method.upper(), path)] = handler
+
+    @property
+    def count(self) -> int:
+        """How many requests arrived so far."""
+        with self._lock:
+            return len(self.requests)
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeAnthropicAPI:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- serving -------------------------------------------------------------------------
+
+    def _serve(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> _Reply:
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        with self._lock:
+            self.requests.append(RecordedRequest(method, path, headers, body))
+            fault = self._faults.popleft() if self._faults else None
+        if fault is not None and fault.delay:
+            time.sleep(fault.delay)
+        if fault is not None and fault.status is not None:
+            reply = _error(fault.status, f"injected fault: HTTP {fault.status}")
+            if fault.retry_after is not None:
+                reply.headers["retry-after"] = f"{fault.retry_after:g}"
+            return reply
+        handler = self._routes.get((method, path.split("?", 1)[0]))
+        if handler is None:
+            return _error(404, f"no route for {method} {path}")
+        if raw and body is None:
+            return _error(400, "request body is not valid JSON")
+        return handler(body)
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                headers = {
+                    k.lower(): v
+                    for k, v in self.headers.items()
+                    if k.lower() not in _SECRET_HEADERS
+                }
+                reply = fake._serve(self.command, self.path, headers, raw)
+                payload = json.dumps(reply.body).encode()
+                try:
+                    self.send_response(reply.status, HTTPStatus(reply.status).phrase)
+                except ValueError:  # 529 is not in http.HTTPStatus
+                    self.send_response(reply.status, "Overloaded")
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.send_header("request-id", f"req_fake_{len(fake.requests)}")
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                # The client may have given up (a timeout test): nothing left to answer.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(payload)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # keep test output clean
+
+        return Handler
