@@ -1,19 +1,18 @@
-"""The ``chanctx`` command line."""
+"""The ``chanctx`` command line: replay, run, record."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
-from context import ChanctxError, default_counter
+from context import ChanctxError
 
-from .engine import BuiltContext, ContextEngine, ContextSettings
+from .engine import ContextSettings
 from .fixture import load_fixture
-from .intake import Delete, Edit, Ignore, React, Record
 
 __all__ = ["main"]
 
@@ -22,155 +21,105 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="chanctx", description="Channel-aware context for Claude in Slack."
     )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     commands = parser.add_subparsers(dest="command", required=True)
-    show = commands.add_parser(
-        "context",
-        help="Build the context Claude would get for each mention in a fixture (offline).",
+
+    replay = commands.add_parser(
+        "replay",
+        help="Replay a recorded fixture offline through the real app and print a transcript.",
         description=(
-            "Feed a fixture's events through intake into the channel caches and, for every "
-            "mention, build its ChannelSnapshot and ThreadContext within the budgets. "
-            "Example: chanctx context fixtures/demo"
+            "Replay a fixture directory (fixtures/README.md) through the real Bolt app against a "
+            "loopback fake Slack Web API: no network, no credentials, deterministic. "
+            "Example: chanctx replay fixtures/demo --json"
         ),
     )
-    show.add_argument("fixture", help="a fixture directory (see fixtures/README.md)")
-    show.add_argument("--json", action="store_true", help="print a machine-readable report")
-    show.add_argument("--thread-budget", type=int, default=ContextSettings.thread_budget)
-    show.add_argument("--snapshot-budget", type=int, default=ContextSettings.snapshot_budget)
-    show.add_argument(
+    replay.add_argument("fixture", help="a fixture directory")
+    replay.add_argument("--json", action="store_true", help="print the machine-readable report")
+    replay.add_argument("--thread-budget", type=int, default=ContextSettings.thread_budget)
+    replay.add_argument("--snapshot-budget", type=int, default=ContextSettings.snapshot_budget)
+    replay.add_argument(
         "--window", type=int, default=ContextSettings.window, help="adjacent messages"
     )
-    show.add_argument("--model", default=None, help="model id, chooses the token family")
+    replay.add_argument("--model", default=None, help="model id; picks the token family")
+    replay.add_argument(
+        "--overflow", choices=["queue", "degrade"], default="queue", help="rate-limit policy"
+    )
+
+    for name, text in (
+        ("run", "Run the bot against Slack (Socket Mode, or --http)."),
+        ("record", "Run the bot and write what it receives as a fixture (secrets redacted)."),
+    ):
+        command = commands.add_parser(
+            name,
+            help=text,
+            description=text + " Settings: SLACK_BOT_TOKEN, and SLACK_APP_TOKEN (Socket Mode) or "
+            "SLACK_SIGNING_SECRET (--http). Example: chanctx "
+            + name
+            + (" out/" if name == "record" else ""),
+        )
+        if name == "record":
+            command.add_argument(
+                "out_dir", help="directory to write events.jsonl and slack_api.json to"
+            )
+        command.add_argument("--http", action="store_true", help="serve the Events API over HTTP")
+        command.add_argument("--port", type=int, default=3000)
+        command.add_argument("--host", default="0.0.0.0", help="address to listen on with --http")
     return parser
 
 
-def _context_report(args: argparse.Namespace) -> tuple[dict[str, Any], list[BuiltContext]]:
-    fixture = load_fixture(args.fixture)
-    engine = ContextEngine(
-        me=fixture.me,
-        names=fixture.names,
+def _replay(args: argparse.Namespace) -> int:
+    from .replay import ReplayOptions, replay
+    from .transcript import render_transcript
+
+    options = ReplayOptions(
         settings=ContextSettings(
             thread_budget=args.thread_budget,
             snapshot_budget=args.snapshot_budget,
             window=args.window,
         ),
-        counter=default_counter(args.model),
+        model=args.model,
+        overflow=args.overflow,
     )
-    tally = {"messages": 0, "edits": 0, "deletions": 0, "reactions": 0, "ignored": 0}
-    kinds = {
-        Record: "messages",
-        Edit: "edits",
-        Delete: "deletions",
-        React: "reactions",
-        Ignore: "ignored",
-    }
-    built: list[BuiltContext] = []
-    answered: set[tuple[str, str]] = set()
-    for event in fixture.events():
-        action = engine.handle(event)
-        tally[kinds[type(action)]] += 1
-        # One mention arrives as a message and an app_mention: answer the pair once.
-        key = (str(event.get("channel")), str(event.get("ts")))
-        if event.get("type") == "app_mention" and key not in answered:
-            answered.add(key)
-            context = engine.context_for(*key)
-            if context is not None:
-                built.append(context)
-    turns = [
-        {
-            "channel": c.anchor.channel,
-            # The thread the answer goes to: a top-level mention is answered under itself.
-            "thread_ts": c.anchor.root_ts,
-            "anchor_ts": c.anchor.ts,
-            "context": {
-                "snapshot": c.snapshot.model_dump(mode="json"),
-                "thread": c.thread.model_dump(mode="json") if c.thread else None,
-                "tokens": {
-                    "snapshot": c.snapshot_tokens,
-                    "thread": c.thread_tokens,
-                    "total_input": c.snapshot_tokens + c.thread_tokens,
-                },
-            },
-        }
-        for c in built
-    ]
-    report = {
-        "fixture": str(fixture.path),
-        "events": len(fixture.envelopes),
-        "intake": tally,
-        "turns": turns,
-    }
-    return report, built
+    report = replay(load_fixture(args.fixture), options=options)
+    print(json.dumps(report, indent=2, sort_keys=True) if args.json else render_transcript(report))
+    return 0
 
 
-def _print_readable(
-    report: dict[str, Any], built: list[BuiltContext], args: argparse.Namespace
-) -> None:
-    tally = report["intake"]
-    print(
-        f"chanctx context: {report['fixture']} ({report['events']} events: "
-        + ", ".join(f"{n} {k}" for k, n in tally.items())
-        + ")"
-    )
-    for number, context in enumerate(built, start=1):
-        snap, thread = context.snapshot, context.thread
-        print(
-            f"\nMention {number} in #{snap.channel.name} by {snap.anchor.author.display_name} "
-            f"at {snap.anchor.ts}"
-        )
-        print(f"  > {snap.anchor.text}")
-        print(
-            f"  ChannelSnapshot: {len(snap.adjacent)} adjacent messages, "
-            f"{context.snapshot_tokens} tokens (budget {args.snapshot_budget})"
-        )
-        for adjacent in snap.adjacent:
-            extras = []
-            if adjacent.thread_activity:
-                extras.append(f"{adjacent.thread_activity.reply_count} replies")
-            extras.extend(adjacent.reactions)
-            if adjacent.has_media:
-                extras.append("media")
-            tail = f"  [{'; '.join(extras)}]" if extras else ""
-            print(
-                f"    {adjacent.ts}  {adjacent.author.display_name}: {adjacent.snippet[:70]}{tail}"
-            )
-        if thread is None:
-            print("  ThreadContext: none (the mention is not in a thread)")
-            continue
-        t = thread.truncation
-        print(
-            f"  ThreadContext: root + {t.included_replies}/{t.total_replies} replies, "
-            f"{context.thread_tokens} tokens (budget {args.thread_budget})"
-            + (
-                f", omitted {t.omitted_range_ts[0]} .. {t.omitted_range_ts[1]}"
-                if t.omitted_range_ts
-                else ""
-            )
-        )
-        print(f"    root  {thread.root.author.display_name}: {thread.root.text[:70]}")
-        for reply in thread.replies:
-            mark = " (cut)" if reply.is_truncated else ""
-            print(f"    {reply.ts}  {reply.author.display_name}: {reply.text[:70]}{mark}")
-        print(
-            f"  Context for Claude: {context.snapshot_tokens + context.thread_tokens} tokens in all"
-        )
+def _serve(args: argparse.Namespace) -> int:
+    from .serve import serve
+    from .settings import load_settings
+
+    settings = load_settings(http=args.http, port=args.port, host=args.host)
+    if args.command == "record":
+        from .record import Recorder
+
+        recorder = Recorder(args.out_dir)
+        try:
+            serve(settings, first_middleware=recorder.middleware)
+        finally:
+            recorder.close()
+        return 0
+    serve(settings)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     try:
-        report, built = _context_report(args)
-    except (ChanctxError, OSError) as error:
-        print(f"chanctx: {error}", file=sys.stderr)
-        return 2
-    try:
-        if args.json:
-            print(json.dumps(report, indent=2, sort_keys=True))
-        else:
-            _print_readable(report, built, args)
+        return _replay(args) if args.command == "replay" else _serve(args)
     except BrokenPipeError:
         # The reader went away (`| head`): not an error worth a traceback.
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-    return 0
+        return 0
+    except (ChanctxError, OSError) as error:
+        print(f"chanctx: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

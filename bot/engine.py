@@ -1,21 +1,24 @@
 """The context engine: events in, caches kept current, context built for a mention.
 
-The Bolt listeners (and the offline commands) feed every event to ``ContextEngine.handle``;
+The Bolt middleware (and the offline commands) feed every event to ``ContextEngine.handle``;
 when a mention needs an answer, ``ContextEngine.context_for`` builds its ChannelSnapshot and
-ThreadContext from the caches alone: no Slack API call in steady state.
+ThreadContext from the caches. Slack is asked only when the caches cannot know: once per channel
+after a (re)start for its recent history, and once per thread whose replies were never seen.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from cache import ChannelHistory
+from cache import ChannelHistory, RateLimited, ThreadReplyCache
 from context import (
     DEFAULT_ADJACENT_WINDOW,
     DEFAULT_SNAPSHOT_BUDGET,
     DEFAULT_THREAD_BUDGET,
+    ChanctxError,
     ChannelSnapshot,
     Message,
     Names,
@@ -29,7 +32,19 @@ from context import (
 
 from .intake import Delete, Edit, IntakeAction, React, Record, SelfIdentity, intake
 
-__all__ = ["BuiltContext", "ContextEngine", "ContextSettings"]
+__all__ = ["BuiltContext", "ContextEngine", "ContextSettings", "SlackSource"]
+
+logger = logging.getLogger("chanctx.engine")
+
+
+class SlackSource(Protocol):
+    """What the engine needs from the Slack Web API (``bot.slack_api.SlackFetcher``)."""
+
+    def fetch_thread(self, channel: str, thread_ts: str) -> Sequence[Message]: ...
+    def fetch_message(self, channel: str, ts: str) -> Message | None: ...
+    def channel_history(self, channel: str, *, limit: int = ...) -> list[Message]: ...
+    def user_name(self, user_id: str) -> str: ...
+    def channel_name(self, channel_id: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -37,6 +52,7 @@ class ContextSettings:
     thread_budget: int = DEFAULT_THREAD_BUDGET
     snapshot_budget: int = DEFAULT_SNAPSHOT_BUDGET
     window: int = DEFAULT_ADJACENT_WINDOW
+    cold_start_messages: int = 200
 
 
 @dataclass(frozen=True)
@@ -46,6 +62,34 @@ class BuiltContext:
     thread: ThreadContext | None
     snapshot_tokens: int
     thread_tokens: int
+    # Said to the reader when the context may be incomplete (e.g. served stale under a limit).
+    notes: tuple[str, ...] = ()
+
+
+class _LazyNames(Mapping[str, str]):
+    """Display names resolved on first use (users.info / conversations.info, cached there)."""
+
+    def __init__(self, known: Mapping[str, str], resolve: Any, prefixes: tuple[str, ...]) -> None:
+        self._known = dict(known)
+        self._resolve = resolve
+        self._prefixes = prefixes
+
+    def __getitem__(self, key: str) -> str:
+        if key in self._known:
+            return self._known[key]
+        if self._resolve is None or not key.startswith(self._prefixes):
+            raise KeyError(key)
+        name = str(self._resolve(key))
+        if not name or name == key:  # the lookup failed: let callers fall back
+            raise KeyError(key)
+        self._known[key] = name
+        return name
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._known)
+
+    def __len__(self) -> int:
+        return len(self._known)
 
 
 @dataclass
@@ -55,12 +99,26 @@ class ContextEngine:
     settings: ContextSettings = field(default_factory=ContextSettings)
     history: ChannelHistory = field(default_factory=ChannelHistory)
     counter: TokenCounter = field(default_factory=default_counter)
+    slack: SlackSource | None = None
+    threads: ThreadReplyCache | None = None
+    _warm: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if self.slack is not None:
+            self.names = Names(
+                users=_LazyNames(self.names.users, self.slack.user_name, ("U", "W")),
+                channels=_LazyNames(self.names.channels, self.slack.channel_name, ("C", "G", "D")),
+            )
+            if self.threads is None:
+                self.threads = ThreadReplyCache(self.slack)
 
     def handle(self, event: Mapping[str, Any]) -> IntakeAction:
         """Apply one Slack event to the caches; returns what it meant."""
         action = intake(event, self.me)
         if isinstance(action, Record):
             self.history.record(action.message)
+            if self.threads is not None:
+                self.threads.on_message(action.message)
         elif isinstance(action, Edit):
             self.history.apply_edit(
                 action.channel,
@@ -69,18 +127,72 @@ class ContextEngine:
                 edited_ts=action.edited_ts,
                 files=action.files,
             )
+            if self.threads is not None:
+                self.threads.on_edit(
+                    action.channel, action.ts, text=action.text, edited_ts=action.edited_ts
+                )
         elif isinstance(action, Delete):
             self.history.delete(action.channel, action.ts)
+            if self.threads is not None:
+                self.threads.on_delete(action.channel, action.ts)
         elif isinstance(action, React):
             change = self.history.add_reaction if action.added else self.history.remove_reaction
             change(action.channel, action.ts, action.name, action.user)
         return action
 
+    # -- filling the caches from Slack when they cannot know -----------------------------
+
+    def _adopt(self, messages: Sequence[Message]) -> None:
+        """Record fetched messages the event stream has not already given us fresher."""
+        for message in messages:
+            if self.history.get(message.channel, message.ts) is None:
+                self.history.record(message)
+
+    def _warm_channel(self, channel: str) -> None:
+        if self.slack is None or channel in self._warm:
+            return
+        self._warm.add(channel)
+        self._adopt(self.slack.channel_history(channel, limit=self.settings.cold_start_messages))
+
+    def _complete_thread(self, channel: str, root_ts: str, notes: list[str]) -> None:
+        """Fetch a thread once if the caches do not hold all of it."""
+        if self.slack is None or self.threads is None:
+            return
+        root = self.history.get(channel, root_ts)
+        known = len(self.history.replies(channel, root_ts))
+        if root is not None and root.reply_count <= known:
+            return
+        if self.threads.peek(channel, root_ts) is not None:
+            return  # fetched within the TTL; events have kept it current since
+        try:
+            cached = self.threads.get(channel, root_ts)
+        except RateLimited as limited:
+            notes.append(
+                f"Slack rate limit on {limited.method}: this thread may be missing replies "
+                f"older than those seen live (retry in {limited.retry_after:.0f}s)."
+            )
+            return
+        except ChanctxError as error:
+            notes.append(f"Could not fetch the whole thread from Slack: {error}")
+            return
+        self._adopt(([cached.root] if cached.root else []) + list(cached.replies))
+
+    # -- building ---------------------------------------------------------------------------
+
     def context_for(self, channel: str, ts: str) -> BuiltContext | None:
-        """Snapshot + thread context for the message at (channel, ts), from the caches."""
+        """Snapshot + thread context for the message at (channel, ts)."""
+        notes: list[str] = []
+        self._warm_channel(channel)
         anchor = self.history.get(channel, ts)
+        if anchor is None and self.slack is not None:
+            fetched = self.slack.fetch_message(channel, ts)
+            if fetched is not None:
+                self.history.record(fetched)
+                anchor = fetched
         if anchor is None:
             return None
+        if anchor.thread_ts:
+            self._complete_thread(channel, anchor.root_ts, notes)
         snapshot = build_channel_snapshot(
             anchor,
             self.history.timeline(channel),
@@ -109,4 +221,5 @@ class ContextEngine:
             thread=thread,
             snapshot_tokens=self.counter.count(wire_json(snapshot)),
             thread_tokens=self.counter.count(wire_json(thread)) if thread else 0,
+            notes=tuple(notes),
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ._clock import Clock, FakeClock
 from ._history import ChannelHistory, ts_key
+from ._rate_limit import RateLimited, RateLimiter
 from ._thread_replies import CachedThread, ThreadFetcher, ThreadReplyCache
 from ._thread_starters import MessageFetcher, ThreadStarterCache
 
@@ -19,6 +20,8 @@ __all__ = [
     "Clock",
     "FakeClock",
     "MessageFetcher",
+    "RateLimited",
+    "RateLimiter",
     "ThreadFetcher",
     "ThreadReplyCache",
     "ThreadStarterCache",

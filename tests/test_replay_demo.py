@@ -1,4 +1,4 @@
-"""`chanctx context` on the demo fixture: the context core working on recorded Slack events."""
+"""`chanctx replay` on the demo fixture: the real app, recorded Slack events, the context core."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    assert main(["context", str(DEMO), "--json", *args]) == 0
+    assert main(["replay", str(DEMO), "--json", *args]) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -28,20 +28,14 @@ def report() -> dict[str, Any]:
     # A roomy snapshot budget, so every adjacent message can be inspected; the default
     # budget is tested on its own below.
     with redirect_stdout(out):
-        assert main(["context", str(DEMO), "--json", "--snapshot-budget", "20000"]) == 0
+        assert main(["replay", str(DEMO), "--json", "--snapshot-budget", "20000"]) == 0
     return json.loads(out.getvalue())
 
 
 def test_one_turn_per_mention(report: dict[str, Any]) -> None:
     # Each mention arrives as a message event and an app_mention event.
     assert len(report["turns"]) == 2
-    assert report["intake"] == {
-        "messages": 42,
-        "edits": 1,
-        "deletions": 1,
-        "reactions": 8,
-        "ignored": 2,
-    }
+    assert report["events"] == 54
 
 
 def test_thread_mention_gets_the_whole_thread_without_repeating_the_anchor(
@@ -113,24 +107,25 @@ def test_default_budgets_keep_the_nearest(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_report_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["context", str(DEMO), "--json"]) == 0
+    assert main(["replay", str(DEMO), "--json"]) == 0
     first = capsys.readouterr().out
-    assert main(["context", str(DEMO), "--json"]) == 0
+    assert main(["replay", str(DEMO), "--json"]) == 0
     assert capsys.readouterr().out == first
 
 
 def test_readable_output_names_people_and_budgets(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["context", str(DEMO)]) == 0
+    assert main(["replay", str(DEMO)]) == 0
     out = capsys.readouterr().out
-    assert "Mention 1 in #incidents by Cara" in out
+    assert "Turn 1: #incidents, in a thread, Cara" in out
     assert "ThreadContext: root + 29/29 replies" in out
+    assert "Slack Web API calls: " in out
     assert "@chanctx did the staging database come back" in out
 
 
 def test_missing_fixture_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["context", str(tmp_path)]) == 2
+    assert main(["replay", str(tmp_path)]) == 2
     assert f"Fixture {tmp_path} has no events.jsonl." in capsys.readouterr().err
 
 
@@ -139,5 +134,5 @@ def test_malformed_line_names_file_and_line(
 ) -> None:
     good = (DEMO / "events.jsonl").read_text().splitlines()[0]
     (tmp_path / "events.jsonl").write_text(good + "\n{not json\n")
-    assert main(["context", str(tmp_path)]) == 2
+    assert main(["replay", str(tmp_path)]) == 2
     assert "events.jsonl:2: not JSON" in capsys.readouterr().err

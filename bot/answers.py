@@ -1,0 +1,106 @@
+"""Answering a mention off the ack path: one worker queue, answers serialized per thread.
+
+A listener only decides *that* a message needs an answer and submits a Turn; the work (cold
+fetches, Claude, posting) runs here, so acks stay fast however long an answer takes. Turns in
+the same Slack thread run one after another, so a second question waits for the first answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .engine import BuiltContext
+
+__all__ = ["AnswerRunner", "NullResponder", "Responder", "Turn", "TurnResult"]
+
+logger = logging.getLogger("chanctx.answers")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A message that needs an answer, and where the answer goes."""
+
+    channel: str
+    thread_ts: str  # a top-level mention is answered in a new thread under itself
+    anchor_ts: str
+    user: str
+    assistant_thread: bool = False  # a DM assistant thread: status via setStatus
+
+
+@dataclass
+class TurnResult:
+    turn: Turn
+    context: BuiltContext | None = None
+    reply: str | None = None
+    reply_ts: str | None = None
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class Responder(Protocol):
+    """Produces the answer text for a turn (the Claude session, or nothing yet)."""
+
+    def respond(self, turn: Turn, context: BuiltContext) -> str | None: ...
+
+
+class NullResponder:
+    """Builds the context and posts nothing: the Claude session plugs in here."""
+
+    def respond(self, turn: Turn, context: BuiltContext) -> str | None:
+        return None
+
+
+Work = Callable[[Turn], TurnResult]
+
+
+class AnswerRunner:
+    def __init__(self, work: Work, *, workers: int = 4) -> None:
+        self._work = work
+        self._executor = ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix="chanctx-answer"
+        )
+        self._thread_locks: dict[tuple[str, str], threading.Lock] = {}
+        self._guard = threading.Lock()
+        self._pending: set[Future[TurnResult]] = set()
+        self.results: list[TurnResult] = []
+
+    def submit(self, turn: Turn) -> Future[TurnResult]:
+        future = self._executor.submit(self._run, turn)
+        with self._guard:
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+        return future
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Wait for every submitted answer (replay and tests use this for determinism)."""
+        with self._guard:
+            pending = list(self._pending)
+        for future in pending:
+            future.result(timeout=timeout)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+
+    def _lock_for(self, turn: Turn) -> threading.Lock:
+        with self._guard:
+            return self._thread_locks.setdefault((turn.channel, turn.thread_ts), threading.Lock())
+
+    def _run(self, turn: Turn) -> TurnResult:
+        with self._lock_for(turn):
+            try:
+                result = self._work(turn)
+            except Exception as error:  # one failed answer must not stop the others
+                logger.exception("answer for %s/%s failed", turn.channel, turn.anchor_ts)
+                result = TurnResult(turn=turn, error=f"{type(error).__name__}: {error}")
+        with self._guard:
+            self.results.append(result)
+        return result
+
+    def _done(self, future: Future[TurnResult]) -> None:
+        with self._guard:
+            self._pending.discard(future)

@@ -1,0 +1,653 @@
+"""A fake of the Slack Web API on loopback, for tests and offline replays.
+
+The real ``slack_sdk.WebClient`` talks to it unchanged (``base_url=fake.url``), so tests exercise
+the SDK's own request building, error mapping and retries. It serves a fixture's
+``slack_api.json`` (keys ``auth``, ``channels``, ``users``, ``history``, ``files``) plus whatever
+the client itself posted, records every call (never the token) and supports fault injection.
+
+    with FakeSlackAPI(state) as fake:
+        client = slack_sdk.WebClient(token="xoxb-test", base_url=fake.url)
+        client.conversations_history(channel="C1", limit=15)
+        fake.call_counts()  # {"conversations.history": 1}
+
+Behaviour worth knowing:
+
+* ``conversations.history`` lists top-level messages and broadcast replies, newest first;
+  ``conversations.replies`` lists the root (first page only) then the replies, oldest first.
+  Cursors are Slack-shaped (base64 of ``"next_ts:<ts>"``), so they survive messages being
+  posted between pages. A ``ts`` that names a reply answers with that one reply.
+* Posting a reply updates the root's ``reply_count``, ``reply_users`` and ``latest_reply``, so
+  does ``add_message`` of a reply; messages seeded from ``state`` are served as recorded.
+* Every file object served (in messages and by ``files.info``) points at this server:
+  ``GET /files/<id>[/<name>]`` returns the bytes of ``state["files"][id]`` (``content_text`` or
+  base64 ``content_b64``), recorded as the call ``FILE_DOWNLOAD``. A real Slack host is never named.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import copy
+import email.parser
+import email.policy
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Final
+from urllib.parse import parse_qsl, quote, urlsplit
+
+__all__ = [
+    "FILE_DOWNLOAD",
+    "FakeSlackAPI",
+    "RecordedCall",
+    "RecordedReaction",
+    "RecordedStatus",
+]
+
+# The pseudo-method under which file downloads are recorded (not a Web API method).
+FILE_DOWNLOAD: Final = "GET /files"
+_AUTH_PREFIXES: Final = ("Bearer xoxb-", "Bearer xoxp-")
+_MICROS: Final = 1_000_000
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    method: str
+    params: dict[str, Any]  # query + body, without any "token" field
+    authed: bool  # a well-formed bot/user token came in the Authorization header
+
+
+@dataclass(frozen=True)
+class RecordedReaction:
+    channel: str
+    ts: str
+    name: str
+    added: bool  # reactions.add (True) or reactions.remove (False)
+
+
+@dataclass(frozen=True)
+class RecordedStatus:
+    channel: str
+    thread_ts: str
+    status: str
+
+
+@dataclass
+class _Fault:
+    method: str  # "*" matches any method
+    remaining: int
+    status: int | None = None
+    retry_after: float | None = None
+    error: str | None = None
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Reply:
+    status: int
+    body: Any  # a JSON value, or bytes sent as they are
+    content_type: str = "application/json; charset=utf-8"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class _SlackError(Exception):
+    """Raised by handlers for an ``{"ok": false, "error": ...}`` answer."""
+
+
+def _ts_value(ts: Any) -> Decimal:
+    # Decimal compares Slack ts exactly; params may also be "0" or "1700000000" (no fraction).
+    try:
+        value = Decimal(str(ts))
+    except InvalidOperation:
+        raise _SlackError("invalid_ts_latest") from None
+    if not value.is_finite():
+        raise _SlackError("invalid_ts_latest")
+    return value
+
+
+def _int_param(params: Mapping[str, Any], name: str, default: int, cap: int) -> int:
+    raw = params.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(str(raw))
+    except ValueError:
+        raise _SlackError("invalid_arguments") from None
+    return default if value <= 0 else min(value, cap)
+
+
+def _truthy(value: Any) -> bool:
+    return value is True or str(value).lower() in {"1", "true"}
+
+
+def _encode_cursor(ts: str) -> str:
+    return base64.b64encode(f"next_ts:{ts}".encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> Decimal:
+    try:
+        text = base64.b64decode(cursor, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        raise _SlackError("invalid_cursor") from None
+    if not text.startswith("next_ts:"):
+        raise _SlackError("invalid_cursor")
+    try:
+        return _ts_value(text.removeprefix("next_ts:"))
+    except _SlackError:
+        raise _SlackError("invalid_cursor") from None
+
+
+def _parse_body(content_type: str, raw: bytes) -> dict[str, Any]:
+    """Form-encoded, JSON or multipart: the three ways WebClient sends arguments."""
+    if not raw:
+        return {}
+    if content_type.startswith("application/json"):
+        body = json.loads(raw)
+        return body if isinstance(body, dict) else {}
+    if content_type.startswith("multipart/form-data"):
+        head = f"Content-Type: {content_type}\r\n\r\n".encode()
+        parsed = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
+        fields: dict[str, Any] = {}
+        for part in parsed.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            payload = part.get_payload(decode=True)
+            if isinstance(name, str) and isinstance(payload, bytes):
+                fields[name] = payload.decode("utf-8", "replace")
+        return fields
+    return dict(parse_qsl(raw.decode("utf-8", "replace"), keep_blank_values=True))
+
+
+class FakeSlackAPI:
+    """A threaded HTTP server on 127.0.0.1 (a free port) answering like the Slack Web API."""
+
+    def __init__(
+        self,
+        state: Mapping[str, Any] | None = None,
+        *,
+        clock: Callable[[], float] | None = None,
+        max_replies_limit: int = 1000,
+    ) -> None:
+        """``max_replies_limit`` caps ``conversations.replies`` pages (15 for new apps since 2025)."""
+        state = copy.deepcopy(dict(state or {}))
+        self._auth: dict[str, Any] = dict(state.get("auth") or {})
+        self._channels: dict[str, Any] = dict(state.get("channels") or {})
+        self._users: dict[str, Any] = dict(state.get("users") or {})
+        self._files: dict[str, Any] = dict(state.get("files") or {})
+        self._clock = clock or time.time
+        self._max_replies = max_replies_limit
+        self._lock = threading.RLock()
+        # channel -> ts -> message dict; sorted only when read (fixtures are small).
+        self._messages: dict[str, dict[str, dict[str, Any]]] = {}
+        self._last_micros: dict[str, int] = {}
+        self._calls: list[RecordedCall] = []
+        self._faults: list[_Fault] = []
+        self.posted: list[dict[str, Any]] = []  # chat.postMessage results, with "channel"
+        self.reactions_log: list[RecordedReaction] = []
+        self.statuses: list[RecordedStatus] = []
+        for channel, messages in (state.get("history") or {}).items():
+            for message in messages:
+                self._store(channel, message)
+        self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "auth.test": self._auth_test,
+            "conversations.info": self._conversations_info,
+            "users.info": self._users_info,
+            "conversations.history": self._history,
+            "conversations.replies": self._replies,
+            "chat.postMessage": self._post_message,
+            "chat.update": self._update,
+            "reactions.add": lambda p: self._react(p, added=True),
+            "reactions.remove": lambda p: self._react(p, added=False),
+            "assistant.threads.setStatus": self._set_status,
+            "files.info": self._files_info,
+        }
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.02},  # shutdown() waits up to one interval
+            name="fake-slack",
+            daemon=True,
+        )
+        self._thread.start()
+        host, port = self._server.server_address[:2]
+        self.root = f"http://{host!s}:{port}/"
+        self.url = f"{self.root}api/"
+
+    # --- seeding, inspection, fault injection --------------------------------------------
+
+    def add_message(self, channel: str, message: Mapping[str, Any]) -> None:
+        """Seed one message (it needs a "ts"); a reply updates its root like a post does."""
+        with self._lock:
+            stored = self._store(channel, message)
+            self._note_reply(channel, stored)
+
+    def mirror_event(self, event: Mapping[str, Any]) -> None:
+        """Apply an Events API event to the stored state, as real Slack's state already reflects it.
+
+        Replay delivers a recorded stream; without this, Slack "would not know" the messages the
+        stream describes (``reactions.add`` on them would fail, history would miss them).
+        """
+        channel = event.get("channel")
+        if event.get("type") != "message" or not isinstance(channel, str):
+            return
+        subtype = event.get("subtype")
+        with self._lock:
+            stored = self._messages.setdefault(channel, {})
+            if subtype == "message_changed" and isinstance(event.get("message"), dict):
+                changed = event["message"]
+                if str(changed.get("ts")) in stored:
+                    stored[str(changed["ts"])].update(
+                        text=changed.get("text", ""), edited=changed.get("edited")
+                    )
+            elif subtype == "message_deleted":
+                stored.pop(str(event.get("deleted_ts")), None)
+            elif event.get("ts") and not event.get("hidden") and str(event["ts"]) not in stored:
+                message = {
+                    k: v
+                    for k, v in event.items()
+                    if k not in ("channel", "event_ts", "channel_type")
+                }
+                try:
+                    self.add_message(channel, message)
+                except ValueError:
+                    return  # a malformed ts: the bot ignores it too
+
+    def messages(self, channel: str) -> list[dict[str, Any]]:
+        """Every stored message of ``channel`` (top-level and replies), oldest first."""
+        with self._lock:
+            return copy.deepcopy(self._sorted(self._messages.get(channel, {}).values()))
+
+    @property
+    def calls(self) -> list[RecordedCall]:
+        with self._lock:
+            return list(self._calls)
+
+    def call_counts(self) -> dict[str, int]:
+        with self._lock:
+            return dict(Counter(call.method for call in self._calls))
+
+    def fail_next(
+        self,
+        method: str,
+        n: int = 1,
+        *,
+        status: int = 429,
+        retry_after: float | None = 1,
+        error: str | None = None,
+    ) -> None:
+        """Fail the next ``n`` calls of ``method`` ("*": any method).
+
+        429 answers ``{"ok": false, "error": "ratelimited"}`` with a Retry-After header; 5xx a
+        plain-text body; any other status (200 included) ``{"ok": false, "error": error}``.
+        """
+        with self._lock:
+            self._faults.append(_Fault(method, n, status, retry_after, error))
+
+    def slow_next(self, method: str, n: int = 1, seconds: float = 1.0) -> None:
+        """Sleep ``seconds`` before answering each of the next ``n`` calls of ``method``."""
+        with self._lock:
+            self._faults.append(_Fault(method, n, delay=seconds))
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeSlackAPI:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- storage -------------------------------------------------------------------------
+
+    def _store(self, channel: str, message: Mapping[str, Any]) -> dict[str, Any]:
+        stored = copy.deepcopy(dict(message))
+        try:  # malformed seeds fail here, not on some later read
+            _ts_value(stored["ts"])
+        except (KeyError, _SlackError):
+            raise ValueError(f"a seeded message needs a Slack ts, got {message!r}") from None
+        self._messages.setdefault(channel, {})[str(stored["ts"])] = stored
+        return stored
+
+    @staticmethod
+    def _sorted(messages: Iterable[dict[str, Any]], newest_first: bool = False) -> list[Any]:
+        return sorted(messages, key=lambda m: _ts_value(m["ts"]), reverse=newest_first)
+
+    def _next_ts(self, channel: str) -> str:
+        # From the clock, but strictly increasing per channel and never an existing ts.
+        micros = max(round(self._clock() * _MICROS), self._last_micros.get(channel, -1) + 1)
+        existing = self._messages.get(channel, {})
+        while f"{micros // _MICROS}.{micros % _MICROS:06d}" in existing:
+            micros += 1
+        self._last_micros[channel] = micros
+        return f"{micros // _MICROS}.{micros % _MICROS:06d}"
+
+    def _note_reply(self, channel: str, reply: dict[str, Any]) -> None:
+        root_ts = reply.get("thread_ts")
+        root = self._messages.get(channel, {}).get(str(root_ts))
+        if root is None or root_ts == reply["ts"]:
+            return
+        root["thread_ts"] = root_ts
+        root["reply_count"] = int(root.get("reply_count") or 0) + 1
+        if _ts_value(reply["ts"]) > _ts_value(root.get("latest_reply") or 0):
+            root["latest_reply"] = reply["ts"]
+        users = list(root.get("reply_users") or [])
+        if reply.get("user") and reply["user"] not in users:
+            users.append(reply["user"])
+        root["reply_users"], root["reply_users_count"] = users, len(users)
+
+    def _public(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        out = copy.deepcopy(dict(message))
+        if isinstance(out.get("files"), list):
+            out["files"] = [self._public_file(f) for f in out["files"] if isinstance(f, dict)]
+        return out
+
+    def _public_file(self, file: Mapping[str, Any]) -> dict[str, Any]:
+        file_id = str(file.get("id", ""))
+        known = self._files.get(file_id) or {}
+        out = {
+            k: v for k, v in {**known, **file}.items() if k not in ("content_text", "content_b64")
+        }
+        out.setdefault("name", file_id)
+        if "size" not in out and known:
+            out["size"] = len(self._file_bytes(known))
+        url = f"{self.root}files/{quote(file_id)}/{quote(str(out['name']))}"
+        out["url_private"] = out["url_private_download"] = url
+        return out
+
+    @staticmethod
+    def _file_bytes(file: Mapping[str, Any]) -> bytes:
+        if "content_b64" in file:
+            return base64.b64decode(file["content_b64"])
+        return str(file.get("content_text", "")).encode()
+
+    def _channel(self, params: Mapping[str, Any], name: str = "channel") -> str:
+        channel = str(params.get(name) or "")
+        if channel not in self._channels and channel not in self._messages:
+            raise _SlackError("channel_not_found")
+        return channel
+
+    def _message(self, params: Mapping[str, Any], ts_name: str = "ts") -> dict[str, Any]:
+        message = self._messages.get(self._channel(params), {}).get(str(params.get(ts_name)))
+        if message is None:
+            raise _SlackError("message_not_found")
+        return message
+
+    # --- method handlers (called with the lock held) -------------------------------------
+
+    def _auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"url": "https://fake.slack.test/", **self._auth}
+
+    def _conversations_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        info = self._channels.get(self._channel(params))
+        return {"channel": info or {"id": params["channel"]}}
+
+    def _users_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        user = self._users.get(str(params.get("user")))
+        if user is None:
+            raise _SlackError("user_not_found")
+        return {"user": user}
+
+    def _page(
+        self, items: list[dict[str, Any]], params: dict[str, Any], limit: int, newest_first: bool
+    ) -> dict[str, Any]:
+        if params.get("cursor"):
+            at = _decode_cursor(str(params["cursor"]))
+            items = [
+                m
+                for m in items
+                if (_ts_value(m["ts"]) <= at if newest_first else _ts_value(m["ts"]) >= at)
+            ]
+        page, rest = items[:limit], items[limit:]
+        return {
+            "messages": [self._public(m) for m in page],
+            "has_more": bool(rest),
+            "response_metadata": {"next_cursor": _encode_cursor(rest[0]["ts"]) if rest else ""},
+        }
+
+    @staticmethod
+    def _in_range(params: Mapping[str, Any]) -> Callable[[dict[str, Any]], bool]:
+        oldest = _ts_value(params.get("oldest") or 0)
+        latest = _ts_value(params["latest"]) if params.get("latest") else None
+        inclusive = _truthy(params.get("inclusive"))
+
+        def check(message: dict[str, Any]) -> bool:
+            ts = _ts_value(message["ts"])
+            if inclusive:
+                return oldest <= ts and (latest is None or ts <= latest)
+            return oldest < ts and (latest is None or ts < latest)
+
+        return check
+
+    def _history(self, params: dict[str, Any]) -> dict[str, Any]:
+        messages = self._messages.get(self._channel(params), {}).values()
+        in_range = self._in_range(params)
+        timeline = [
+            m
+            for m in messages
+            if m.get("thread_ts") in (None, m["ts"]) or m.get("subtype") == "thread_broadcast"
+        ]
+        items = self._sorted(filter(in_range, timeline), newest_first=True)
+        limit = _int_param(params, "limit", 100, 999)
+        return self._page(items, params, limit, newest_first=True)
+
+    def _replies(self, params: dict[str, Any]) -> dict[str, Any]:
+        messages = self._messages.get(self._channel(params), {})
+        root_ts = str(params.get("ts") or "")
+        root = messages.get(root_ts)
+        if root is not None and root.get("thread_ts") not in (None, root_ts):
+            return self._page([root], params, 1, newest_first=False)  # a reply's ts: itself
+        in_range = self._in_range(params)
+        replies = [
+            m for m in messages.values() if m.get("thread_ts") == root_ts and m["ts"] != root_ts
+        ]
+        items = ([root] if root is not None else []) + self._sorted(filter(in_range, replies))
+        if not items:
+            raise _SlackError("thread_not_found")
+        limit = _int_param(params, "limit", self._max_replies, self._max_replies)
+        return self._page(items, params, limit, newest_first=False)
+
+    def _post_message(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = str(params.get("channel") or "")
+        if not channel:
+            raise _SlackError("channel_not_found")
+        if not any(params.get(k) for k in ("text", "blocks", "attachments")):
+            raise _SlackError("no_text")
+        message: dict[str, Any] = {
+            "type": "message",
+            "user": self._auth.get("user_id", ""),
+            "bot_id": self._auth.get("bot_id", ""),
+            "text": str(params.get("text") or ""),
+            "ts": self._next_ts(channel),
+            "team": self._auth.get("team_id", ""),
+        }
+        for key in ("blocks", "attachments", "metadata"):
+            if params.get(key):
+                message[key] = params[key]
+        if params.get("thread_ts"):
+            target = self._messages.get(channel, {}).get(str(params["thread_ts"]))
+            # A reply to a reply lands in the same thread, as on Slack.
+            message["thread_ts"] = str((target or {}).get("thread_ts") or params["thread_ts"])
+            if _truthy(params.get("reply_broadcast")):
+                message["subtype"] = "thread_broadcast"
+        stored = self._store(channel, message)
+        self._note_reply(channel, stored)
+        self.posted.append({"channel": channel, **copy.deepcopy(stored)})
+        return {"channel": channel, "ts": stored["ts"], "message": self._public(stored)}
+
+    def _update(self, params: dict[str, Any]) -> dict[str, Any]:
+        message = self._message(params)
+        mine = {self._auth.get("user_id"), self._auth.get("bot_id")} - {None, ""}
+        if message.get("user") not in mine and message.get("bot_id") not in mine:
+            raise _SlackError("cant_update_message")
+        for key in ("text", "blocks", "attachments"):
+            if key in params:
+                message[key] = params[key]
+        edit_ts = self._next_ts(str(params["channel"]))
+        message["edited"] = {"user": self._auth.get("user_id", ""), "ts": edit_ts}
+        return {
+            "channel": params["channel"],
+            "ts": message["ts"],
+            "text": message.get("text", ""),
+            "message": self._public(message),
+        }
+
+    def _react(self, params: dict[str, Any], *, added: bool) -> dict[str, Any]:
+        message = self._message(params, "timestamp")
+        name, me = str(params.get("name") or ""), str(self._auth.get("user_id", ""))
+        if not name:
+            raise _SlackError("invalid_name")
+        reactions: list[dict[str, Any]] = message.setdefault("reactions", [])
+        entry = next((r for r in reactions if r.get("name") == name), None)
+        if added:
+            if entry is None:
+                entry = {"name": name, "users": [], "count": 0}
+                reactions.append(entry)
+            if me in entry["users"]:
+                raise _SlackError("already_reacted")
+            entry["users"].append(me)
+        else:
+            if entry is None or me not in entry.get("users", []):
+                raise _SlackError("no_reaction")
+            entry["users"].remove(me)
+        entry["count"] = len(entry["users"])
+        message["reactions"] = [r for r in reactions if r.get("count")]
+        self.reactions_log.append(
+            RecordedReaction(str(params["channel"]), str(message["ts"]), name, added)
+        )
+        return {}
+
+    def _set_status(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(params, "channel_id")
+        if not params.get("thread_ts"):
+            raise _SlackError("invalid_arguments")
+        self.statuses.append(
+            RecordedStatus(channel, str(params["thread_ts"]), str(params.get("status", "")))
+        )
+        return {}
+
+    def _files_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        file_id = str(params.get("file") or "")
+        if file_id not in self._files:
+            raise _SlackError("file_not_found")
+        return {"file": self._public_file({"id": file_id}), "comments": []}
+
+    # --- serving -------------------------------------------------------------------------
+
+    def _take_faults(self, method: str) -> tuple[_Fault | None, float]:
+        """The first pending error fault for ``method`` and the delay to apply, both consumed."""
+        error: _Fault | None = None
+        delay = 0.0
+        for fault in self._faults:
+            if fault.method not in ("*", method) or fault.remaining <= 0:
+                continue
+            if fault.delay and not delay:
+                delay, fault.remaining = fault.delay, fault.remaining - 1
+            elif fault.status is not None and error is None:
+                error, fault.remaining = fault, fault.remaining - 1
+        self._faults = [f for f in self._faults if f.remaining > 0]
+        return error, delay
+
+    def _serve(self, verb: str, path: str, headers: Mapping[str, str], raw: bytes) -> _Reply:
+        url = urlsplit(path)
+        params: dict[str, Any] = dict(parse_qsl(url.query, keep_blank_values=True))
+        try:
+            params.update(_parse_body(headers.get("content-type", ""), raw))
+        except ValueError:
+            return _Reply(200, {"ok": False, "error": "invalid_json"})
+        params.pop("token", None)  # a token sent as a form field is never recorded either
+        authed = headers.get("authorization", "").startswith(_AUTH_PREFIXES)
+        if url.path.startswith("/files/") and verb == "GET":
+            method, params = FILE_DOWNLOAD, {"file": url.path.split("/")[2]}
+        elif url.path.startswith("/api/"):
+            method = url.path.removeprefix("/api/")
+        else:
+            return _Reply(404, b"not found", "text/plain")
+        with self._lock:
+            self._calls.append(RecordedCall(method, params, authed))
+            fault, delay = self._take_faults(method)
+        if delay:
+            time.sleep(delay)
+        if fault is not None:
+            return self._fault_reply(fault)
+        if not authed:
+            if method == FILE_DOWNLOAD:
+                return _Reply(403, b"not_authed", "text/plain")
+            return _Reply(200, {"ok": False, "error": "not_authed"})
+        with self._lock:
+            if method == FILE_DOWNLOAD:
+                file = self._files.get(params["file"])
+                if file is None:
+                    return _Reply(404, b"not found", "text/plain")
+                mimetype = str(file.get("mimetype") or "application/octet-stream")
+                return _Reply(200, self._file_bytes(file), mimetype)
+            handler = self._handlers.get(method)
+            if handler is None:
+                return _Reply(404, {"ok": False, "error": "unknown_method"})
+            try:
+                return _Reply(200, {"ok": True, **handler(params)})
+            except _SlackError as error:
+                return _Reply(200, {"ok": False, "error": str(error)})
+
+    @staticmethod
+    def _fault_reply(fault: _Fault) -> _Reply:
+        assert fault.status is not None
+        if fault.status == 429:
+            headers = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
+            return _Reply(
+                429, {"ok": False, "error": fault.error or "ratelimited"}, headers=headers
+            )
+        if fault.status >= 500:
+            text = fault.error or f"injected fault: HTTP {fault.status}"
+            return _Reply(fault.status, text.encode(), "text/plain")
+        return _Reply(fault.status, {"ok": False, "error": fault.error or "invalid_request"})
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                reply = fake._serve(self.command, self.path, headers, raw)
+                payload = (
+                    reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                )
+                try:
+                    self.send_response(reply.status, HTTPStatus(reply.status).phrase)
+                except ValueError:
+                    self.send_response(reply.status)
+                self.send_header("content-type", reply.content_type)
+                self.send_header("content-length", str(len(payload)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                # The client may have given up (a timeout test): nothing left to answer.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(payload)
+
+            do_GET = do_POST = _handle
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # keep test output clean
+
+        return Handler

@@ -1,0 +1,17 @@
+"""Bolt listeners, one module per kind of event, wired by ``register``."""
+
+from __future__ import annotations
+
+from slack_bolt import App
+
+from ..runtime import Runtime
+from . import intake_middleware, mentions, messages, other
+
+__all__ = ["register"]
+
+
+def register(app: App, runtime: Runtime) -> None:
+    app.use(intake_middleware.build(runtime))
+    mentions.register(app, runtime)
+    messages.register(app, runtime)
+    other.register(app)  # last: the catch-all for everything else Slack sends

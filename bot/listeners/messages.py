@@ -1,0 +1,39 @@
+"""``message`` (every subtype): recorded by the middleware; answered only in DMs.
+
+In channels the bot answers mentions (``app_mention``); in a DM every new message from a person
+is addressed to it. Edits, deletions, bots and our own messages never trigger an answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt import App
+
+from ..runtime import Runtime
+from .mentions import turn_for
+
+__all__ = ["register"]
+
+logger = logging.getLogger("chanctx.listeners")
+_ANSWERABLE_SUBTYPES = {None, "file_share", "thread_broadcast"}
+
+
+def needs_answer(event: dict[str, Any], me_user: str, me_bot: str) -> bool:
+    if event.get("channel_type") != "im":
+        return False
+    if event.get("subtype") not in _ANSWERABLE_SUBTYPES or event.get("bot_id"):
+        return False
+    user = event.get("user")
+    return (
+        bool(user) and user != me_user and bool(event.get("ts")) and event.get("bot_id") != me_bot
+    )
+
+
+def register(app: App, runtime: Runtime) -> None:
+    @app.event("message")
+    def on_message(event: dict[str, Any]) -> None:
+        me = runtime.engine.me
+        if needs_answer(event, me.user_id, me.bot_id):
+            runtime.trigger(turn_for(event, assistant_thread=bool(event.get("thread_ts"))))

@@ -1,0 +1,107 @@
+"""The whole bot wired against loopback fakes: what ``replay`` and the tests run.
+
+The real Bolt App, the real ``slack_sdk.WebClient`` and the real rate limiter and caches; only
+Slack itself is replaced, by ``FakeSlackAPI`` on 127.0.0.1. Time is virtual (``ReplayClock``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from slack_bolt import App, BoltResponse
+from slack_bolt.request import BoltRequest
+from slack_sdk import WebClient
+
+from cache import RateLimiter, ThreadReplyCache
+from context import default_counter
+
+from .answers import NullResponder, Responder
+from .app import build_app
+from .engine import ContextEngine, ContextSettings
+from .fake_slack import FakeSlackAPI
+from .intake import SelfIdentity
+from .runtime import Runtime
+from .slack_api import SlackFetcher
+
+__all__ = ["OfflineBot", "ReplayClock"]
+
+# Never a real token: the fake only checks its shape.
+OFFLINE_BOT_TOKEN = "xoxb-offline-not-a-secret"
+
+
+@dataclass
+class ReplayClock:
+    now: float = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def set(self, seconds: float) -> None:
+        self.now = max(self.now, seconds)  # never backwards: TTLs and buckets assume it
+
+    def sleep(self, seconds: float) -> None:
+        self.now += max(seconds, 0.0)
+
+
+class OfflineBot:
+    def __init__(
+        self,
+        state: Mapping[str, Any] | None = None,
+        *,
+        settings: ContextSettings | None = None,
+        model: str | None = None,
+        overflow: Literal["queue", "degrade"] = "queue",
+        responder: Responder | None = None,
+        signing_secret: str | None = None,
+        start_time: float = 0.0,
+        limiter: RateLimiter | None = None,
+    ) -> None:
+        self.clock = ReplayClock(start_time)
+        self.slack = FakeSlackAPI(state or {}, clock=self.clock)
+        self.client = WebClient(token=OFFLINE_BOT_TOKEN, base_url=self.slack.url)
+        auth = self.client.auth_test()
+        self.me = SelfIdentity(
+            user_id=str(auth.get("user_id", "")), bot_id=str(auth.get("bot_id", ""))
+        )
+        self.limiter = limiter or RateLimiter(clock=self.clock)
+        self.fetcher = SlackFetcher(
+            self.client, limiter=self.limiter, me=self.me, overflow=overflow, sleep=self.clock.sleep
+        )
+        self.engine = ContextEngine(
+            me=self.me,
+            settings=settings or ContextSettings(),
+            counter=default_counter(model),
+            slack=self.fetcher,
+            threads=ThreadReplyCache(self.fetcher, clock=self.clock),
+        )
+        self.runtime = Runtime(
+            engine=self.engine,
+            client=self.client,
+            responder=responder or NullResponder(),
+            workers=1,
+        )
+        self.app: App = build_app(self.runtime, signing_secret=signing_secret, verify_token=False)
+
+    def dispatch(self, envelope: Mapping[str, Any], *, wait: bool = True) -> BoltResponse:
+        """Deliver one envelope as Socket Mode does; by default wait for any answer it starts."""
+        self.clock.set(float(envelope.get("event_time") or self.clock.now))
+        event = envelope.get("event")
+        if isinstance(event, dict):
+            self.slack.mirror_event(event)
+        response = self.app.dispatch(BoltRequest(body=json.dumps(envelope), mode="socket_mode"))
+        if wait:
+            self.runtime.runner.drain()
+        return response
+
+    def close(self) -> None:
+        self.runtime.runner.close()
+        self.slack.close()
+
+    def __enter__(self) -> OfflineBot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,81 @@
+"""Replay a fixture through the real Bolt app against loopback fakes, deterministically.
+
+Time comes from the events: the virtual clock is set to each envelope's ``event_time`` and
+every wait (rate limits, retries) advances it instead of sleeping, so the same fixture gives
+the same report byte for byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .answers import Responder, TurnResult
+from .engine import ContextSettings
+from .fixture import Fixture
+from .offline import OfflineBot
+
+__all__ = ["ReplayOptions", "replay"]
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    settings: ContextSettings = field(default_factory=ContextSettings)
+    model: str | None = None
+    overflow: Literal["queue", "degrade"] = "queue"
+
+
+def turn_report(result: TurnResult) -> dict[str, Any]:
+    built = result.context
+    context = None
+    if built is not None:
+        context = {
+            "snapshot": built.snapshot.model_dump(mode="json"),
+            "thread": built.thread.model_dump(mode="json") if built.thread else None,
+            "tokens": {
+                "snapshot": built.snapshot_tokens,
+                "thread": built.thread_tokens,
+                "total_input": built.snapshot_tokens + built.thread_tokens,
+            },
+            "notes": list(built.notes),
+        }
+    return {
+        "channel": result.turn.channel,
+        "thread_ts": result.turn.thread_ts,
+        "anchor_ts": result.turn.anchor_ts,
+        "context": context,
+        "tool_calls": [],
+        "reply": result.reply,
+        "error": result.error,
+    }
+
+
+def replay(
+    fixture: Fixture, *, options: ReplayOptions | None = None, responder: Responder | None = None
+) -> dict[str, Any]:
+    """Run every envelope of ``fixture`` through the app; the report's keys are in fixtures/README.md."""
+    options = options or ReplayOptions()
+    start = float(fixture.envelopes[0].get("event_time") or 0) if fixture.envelopes else 0.0
+    with OfflineBot(
+        fixture.slack_api,
+        settings=options.settings,
+        model=options.model,
+        overflow=options.overflow,
+        responder=responder,
+        start_time=start,
+    ) as bot:
+        for envelope in fixture.envelopes:
+            bot.dispatch(envelope)
+        results = sorted(bot.runtime.runner.results, key=lambda r: float(r.turn.anchor_ts))
+        return {
+            "fixture": str(fixture.path),
+            "events": len(fixture.envelopes),
+            "turns": [turn_report(result) for result in results],
+            "slack_api_calls": dict(sorted(bot.slack.call_counts().items())),
+            "claude": {
+                "requests": 0,
+                "input_tokens": 0,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        }

@@ -1,0 +1,133 @@
+"""Everything one running bot shares: caches, dedup memory, the answer runner, the client.
+
+Bolt may dispatch requests on several threads at once (HTTP mode), so every cache access goes
+through ``lock``; intake under the lock takes microseconds, so acks never wait on an answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cachetools import TTLCache
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from .answers import AnswerRunner, NullResponder, Responder, Turn, TurnResult
+from .engine import ContextEngine
+
+__all__ = ["Runtime"]
+
+logger = logging.getLogger("chanctx.runtime")
+# Slack retries an event for up to ~1 hour; ten minutes of ids covers its retry schedule
+# (immediately, 1 min, 5 min) with room to spare.
+_DEDUP_SECONDS = 600.0
+_STATUS_TEXT = "is reading the channel..."
+_FAILURE_TEXT = "Sorry, I couldn't answer this one: {reason}. Nothing is lost; please ask again."
+
+
+@dataclass
+class Runtime:
+    engine: ContextEngine
+    client: WebClient
+    responder: Responder = field(default_factory=NullResponder)
+    workers: int = 4
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    runner: AnswerRunner = field(init=False)
+    _seen_events: TTLCache[str, bool] = field(init=False)
+    _answered: TTLCache[tuple[str, str], bool] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.runner = AnswerRunner(self.answer, workers=self.workers)
+        self._seen_events = TTLCache(maxsize=20_000, ttl=_DEDUP_SECONDS)
+        self._answered = TTLCache(maxsize=20_000, ttl=_DEDUP_SECONDS)
+
+    # -- on the dispatch path (fast, in-memory) -------------------------------------------
+
+    def first_delivery(self, event_id: str | None) -> bool:
+        """False for an event already seen (a Slack retry)."""
+        if not event_id:
+            return True
+        with self.lock:
+            if event_id in self._seen_events:
+                return False
+            self._seen_events[event_id] = True
+            return True
+
+    def intake(self, event: Mapping[str, Any]) -> None:
+        with self.lock:
+            self.engine.handle(event)
+
+    def trigger(self, turn: Turn) -> bool:
+        """Queue an answer unless this message was already answered (message + app_mention)."""
+        key = (turn.channel, turn.anchor_ts)
+        with self.lock:
+            if key in self._answered:
+                logger.debug("already answering %s/%s", *key)
+                return False
+            self._answered[key] = True
+        self.runner.submit(turn)
+        return True
+
+    # -- on the answer worker ------------------------------------------------------------
+
+    def answer(self, turn: Turn) -> TurnResult:
+        result = TurnResult(turn=turn)
+        self._show_working(turn, on=True)
+        try:
+            with self.lock:
+                result.context = self.engine.context_for(turn.channel, turn.anchor_ts)
+            if result.context is None:
+                result.error = "the mentioned message is not in the channel history"
+                return result
+            result.reply = self.responder.respond(turn, result.context)
+            if result.reply:
+                posted = self.client.chat_postMessage(
+                    channel=turn.channel, thread_ts=turn.thread_ts, text=result.reply
+                )
+                result.reply_ts = posted.get("ts")
+        except Exception as error:
+            logger.exception("answer failed in %s/%s", turn.channel, turn.thread_ts)
+            result.error = f"{type(error).__name__}: {error}"
+            self._post_failure(turn, type(error).__name__)
+        finally:
+            self._show_working(turn, on=False)
+        return result
+
+    def _show_working(self, turn: Turn, *, on: bool) -> None:
+        """The user sees that the bot is on it: assistant status, or an :eyes: reaction."""
+        try:
+            if turn.assistant_thread:
+                self.client.assistant_threads_setStatus(
+                    channel_id=turn.channel,
+                    thread_ts=turn.thread_ts,
+                    status=_STATUS_TEXT if on else "",
+                )
+            elif on:
+                self.client.reactions_add(
+                    channel=turn.channel, timestamp=turn.anchor_ts, name="eyes"
+                )
+            else:
+                self.client.reactions_remove(
+                    channel=turn.channel, timestamp=turn.anchor_ts, name="eyes"
+                )
+        except SlackApiError as error:
+            # A missing reaction scope must not cost the answer itself.
+            logger.warning(
+                "could not update the working indicator: %s", error.response.get("error")
+            )
+
+    def _post_failure(self, turn: Turn, reason: str) -> None:
+        try:
+            self.client.chat_postMessage(
+                channel=turn.channel,
+                thread_ts=turn.thread_ts,
+                text=_FAILURE_TEXT.format(reason=reason),
+            )
+        except SlackApiError:
+            logger.warning(
+                "could not post the failure notice in %s/%s", turn.channel, turn.thread_ts
+            )

@@ -1,0 +1,51 @@
+"""``chanctx run`` / ``chanctx record``: the bot against the real Slack."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from slack_bolt import App
+from slack_sdk import WebClient
+
+from cache import RateLimiter
+
+from .app import build_app
+from .engine import ContextEngine
+from .http_server import EventsServer
+from .intake import SelfIdentity
+from .runtime import Runtime
+from .settings import RunSettings
+from .slack_api import SlackFetcher
+
+__all__ = ["build_runtime", "serve"]
+
+logger = logging.getLogger("chanctx.serve")
+
+
+def build_runtime(client: WebClient) -> Runtime:
+    auth = client.auth_test()
+    me = SelfIdentity(user_id=str(auth.get("user_id", "")), bot_id=str(auth.get("bot_id", "")))
+    fetcher = SlackFetcher(client, limiter=RateLimiter(), me=me)
+    return Runtime(engine=ContextEngine(me=me, slack=fetcher), client=client)
+
+
+def serve(settings: RunSettings, *, first_middleware: Callable[..., Any] | None = None) -> App:
+    """Start serving (blocks). ``first_middleware`` runs before intake (``record`` uses it)."""
+    client = WebClient(token=settings.bot_token)
+    runtime = build_runtime(client)
+    app = build_app(
+        runtime,
+        signing_secret=settings.signing_secret if settings.mode == "http" else None,
+        before=[first_middleware] if first_middleware else [],
+    )
+    if settings.mode == "http":
+        server = EventsServer(app, host=settings.host, port=settings.port)
+        logger.warning("serving the Events API at %s", server.url)
+        server.serve_forever()
+    else:
+        from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+        SocketModeHandler(app, settings.app_token).start()  # type: ignore[no-untyped-call]
+    return app

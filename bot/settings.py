@@ -1,0 +1,66 @@
+"""Run-time settings from the environment, checked before anything starts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from context import ChanctxError
+
+__all__ = ["RunSettings", "SettingsError", "load_settings"]
+
+
+class SettingsError(ChanctxError):
+    """A missing or malformed setting; the message names it and says what is expected."""
+
+
+class RunSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    mode: Literal["socket", "http"]
+    bot_token: str = Field(repr=False)
+    app_token: str | None = Field(default=None, repr=False)
+    signing_secret: str | None = Field(default=None, repr=False)
+    port: int = 3000
+    host: str = "0.0.0.0"
+
+
+def _require(env: Mapping[str, str], name: str, prefix: str | None, purpose: str) -> str:
+    value = env.get(name, "").strip()
+    if not value:
+        raise SettingsError(f"{name} is not set: {purpose}.")
+    if prefix and not value.startswith(prefix):
+        # Never echo the value: it is a secret even when it is the wrong one.
+        raise SettingsError(
+            f"{name} does not look right: it should start with '{prefix}' ({purpose})."
+        )
+    return value
+
+
+def load_settings(
+    *, http: bool, port: int = 3000, host: str = "0.0.0.0", env: Mapping[str, str] | None = None
+) -> RunSettings:
+    env = os.environ if env is None else env
+    bot_token = _require(env, "SLACK_BOT_TOKEN", "xoxb-", "the bot token from OAuth & Permissions")
+    if http:
+        if not 0 < port < 65536:
+            raise SettingsError(f"--port {port} is not a TCP port (1-65535).")
+        secret = _require(
+            env,
+            "SLACK_SIGNING_SECRET",
+            None,
+            "Basic Information > Signing Secret, to verify requests",
+        )
+        return RunSettings(
+            mode="http", bot_token=bot_token, signing_secret=secret, port=port, host=host
+        )
+    app_token = _require(
+        env,
+        "SLACK_APP_TOKEN",
+        "xapp-",
+        "an app-level token with connections:write, for Socket Mode",
+    )
+    return RunSettings(mode="socket", bot_token=bot_token, app_token=app_token)

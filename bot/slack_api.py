@@ -1,0 +1,337 @@
+"""The Slack Web API calls chanctx makes, each one behind the rate limiter.
+
+``SlackFetcher`` implements ``cache``'s ``ThreadFetcher`` and ``MessageFetcher`` protocols and the
+few lookups ``bot/`` needs (cold-start history, user and channel names). Every call that leaves
+the process goes through ``RateLimiter`` first and is counted in ``api_calls``.
+
+Overflow policies (seed 003, "Rate limit protection"):
+
+* ``"queue"``: wait for the limiter (with the injected ``sleep``) and retry 429s after their
+  Retry-After, up to ``max_retries`` times;
+* ``"degrade"``: never wait: raise ``RateLimited`` at once so the caller serves stale cache and
+  says so. Run degrade in event handlers: a sleeping handler blocks every other event.
+
+Names are cosmetic, so ``user_name`` and ``channel_name`` never raise: they fall back to the id.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal
+
+from cachetools import TTLCache
+from pydantic import ValidationError
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from cache import RateLimited, RateLimiter, ts_key
+from context import ChanctxError, Message
+from context._errors import InvalidTimestamp
+
+from ._slack_models import SlackMessage
+from .intake import SelfIdentity, to_message
+
+__all__ = ["Overflow", "SlackFetcher", "SlackUnavailable"]
+
+logger = logging.getLogger("chanctx.slack_api")
+
+Overflow = Literal["queue", "degrade"]
+
+_NAME_TTL: Final = 3600.0  # names rarely change; one call per id per hour at most
+_MAX_USERS: Final = 5000
+_MAX_CHANNELS: Final = 1000
+_FAILURE_TTL: Final = 60.0  # a failed lookup is retried after a minute, not an hour
+_HISTORY_PAGE: Final = 200  # Slack's recommended page size for conversations.history
+_BACKOFF: Final = 0.5  # first retry delay after a 5xx or a connection error; doubles each time
+_MAX_BACKOFF: Final = 8.0
+# Errors Slack answers with HTTP 200 that mean "try again", not "no such thing".
+_TRANSIENT_ERRORS: Final = frozenset(
+    {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+)
+
+
+class SlackUnavailable(ChanctxError):
+    """Slack kept failing (5xx or no connection) for ``method`` after every retry."""
+
+    def __init__(self, method: str, attempts: int, detail: str) -> None:
+        super().__init__(f"Slack API {method} unavailable after {attempts} attempt(s): {detail}")
+        self.method = method
+        self.attempts = attempts
+
+
+def _retry_after(headers: Mapping[str, Any] | None) -> float:
+    """The Retry-After header in seconds; 1 s if absent or unreadable (Slack always sends it)."""
+    for name, value in (headers or {}).items():
+        if name.lower() == "retry-after":
+            try:
+                seconds = float(value[0] if isinstance(value, list) else value)
+            except (TypeError, ValueError):
+                return 1.0
+            return seconds if 0 <= seconds < 3600 else 1.0
+    return 1.0
+
+
+class SlackFetcher:
+    """Slack Web API reads behind a ``RateLimiter``; see the module docstring for the policies.
+
+    ``page_size`` defaults to 15, the most ``conversations.replies`` returns per page to new
+    non-Marketplace apps; ``max_pages`` bounds how many pages one thread or history fetch takes.
+    """
+
+    def __init__(
+        self,
+        client: WebClient,
+        *,
+        limiter: RateLimiter,
+        me: SelfIdentity,
+        overflow: Overflow = "queue",
+        max_pages: int = 10,
+        page_size: int = 15,
+        sleep: Callable[[float], None] = time.sleep,
+        max_retries: int = 3,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if overflow not in ("queue", "degrade"):
+            raise ValueError(f"overflow must be 'queue' or 'degrade', got {overflow!r}")
+        for name, value in (("max_pages", max_pages), ("page_size", page_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"max_retries must be an integer >= 0, got {max_retries!r}")
+        self._client = client
+        self._limiter = limiter
+        self._me = me
+        self.overflow: Overflow = overflow
+        self._max_pages = max_pages
+        self._page_size = page_size
+        self._sleep = sleep
+        self._max_retries = max_retries
+        self.api_calls: Counter[str] = Counter()
+        self._lock = threading.Lock()  # guards api_calls and the name caches
+        self._users: TTLCache[str, str] = TTLCache(_MAX_USERS, _NAME_TTL, timer=clock)
+        self._channels: TTLCache[str, str] = TTLCache(_MAX_CHANNELS, _NAME_TTL, timer=clock)
+        self._failed: TTLCache[tuple[str, str], bool] = TTLCache(
+            _MAX_USERS, _FAILURE_TTL, timer=clock
+        )
+
+    # --- the protocols cache/ uses -------------------------------------------------------
+
+    def fetch_thread(self, channel: str, thread_ts: str) -> list[Message]:
+        """The thread's root, then its replies oldest to newest ([] if Slack has no such thread).
+
+        Follows ``conversations.replies`` cursors for at most ``max_pages`` pages. Hitting the cap,
+        or a RateLimited / SlackUnavailable after the first page, returns what was fetched (with
+        a warning): a partial thread is worth more than none. These raise only if nothing was.
+        """
+        found: dict[str, Message] = {}
+        cursor = ""
+        for page in range(self._max_pages):
+            params: dict[str, Any] = {"channel": channel, "ts": thread_ts, "limit": self._page_size}
+            if cursor:
+                params["cursor"] = cursor
+            try:
+                data = self._call("conversations.replies", params)
+            except (RateLimited, SlackUnavailable) as error:
+                if not found:
+                    raise
+                logger.warning(
+                    "thread %s in %s cut after %d page(s), %d message(s): %s",
+                    thread_ts,
+                    channel,
+                    page,
+                    len(found),
+                    error,
+                )
+                return self._thread_order(found, thread_ts)
+            if data is None:
+                break
+            # Slack may repeat the root on every page: key by ts so each message counts once.
+            found.update((m.ts, m) for m in self._messages(data, channel))
+            cursor = str((data.get("response_metadata") or {}).get("next_cursor") or "")
+            if not cursor or not data.get("messages"):
+                break
+        else:
+            logger.warning(
+                "thread %s in %s cut at %d pages (%d messages fetched); later replies omitted",
+                thread_ts,
+                channel,
+                self._max_pages,
+                len(found),
+            )
+        return self._thread_order(found, thread_ts)
+
+    def fetch_message(self, channel: str, ts: str) -> Message | None:
+        """One message by ts, or None if Slack has none.
+
+        ``conversations.history`` (latest=ts, inclusive, limit 1) comes first: it finds every
+        top-level message, thread roots included, from the roomy workspace budget.
+        ``conversations.replies`` (1/min for new apps) is spent only on a ts history did not
+        have, i.e. a reply.
+        """
+        params = {"channel": channel, "latest": ts, "inclusive": True, "limit": 1}
+        data = self._call("conversations.history", params)
+        if data is None:  # channel_not_found and the like: replies would say the same
+            return None
+        for message in self._messages(data, channel)[:1]:
+            if message.ts == ts:
+                return message
+        data = self._call("conversations.replies", {"channel": channel, "ts": ts, "limit": 1})
+        for message in self._messages(data, channel)[:1]:
+            if message.ts == ts:
+                return message
+        return None
+
+    # --- other reads ---------------------------------------------------------------------
+
+    def channel_history(self, channel: str, *, limit: int = 200) -> list[Message]:
+        """The latest ``limit`` channel messages, oldest to newest: the cold-start call.
+
+        One ``conversations.history`` call per page of up to 200, at most ``max_pages`` pages.
+        """
+        found: dict[str, Message] = {}
+        cursor = ""
+        for _ in range(self._max_pages):
+            if len(found) >= limit:
+                break
+            params: dict[str, Any] = {
+                "channel": channel,
+                "limit": min(limit - len(found), _HISTORY_PAGE),
+            }
+            if cursor:
+                params["cursor"] = cursor
+            data = self._call("conversations.history", params)
+            if data is None:
+                break
+            found.update((m.ts, m) for m in self._messages(data, channel))
+            cursor = str((data.get("response_metadata") or {}).get("next_cursor") or "")
+            if not cursor or not data.get("messages"):
+                break
+        newest = sorted(found.values(), key=lambda m: ts_key(m.ts))
+        return newest[-limit:] if limit > 0 else []
+
+    def user_name(self, user_id: str) -> str:
+        """The user's display name (display_name, real_name, name), or ``user_id`` if unknown."""
+        return self._name("users.info", {"user": user_id}, self._users, _user_label)
+
+    def channel_name(self, channel_id: str) -> str:
+        """The channel's name (without "#"), or ``channel_id`` if unknown or a DM."""
+        return self._name(
+            "conversations.info", {"channel": channel_id}, self._channels, _channel_label
+        )
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _name(
+        self,
+        method: str,
+        params: dict[str, str],
+        cache: TTLCache[str, str],
+        label: Callable[[Mapping[str, Any]], str | None],
+    ) -> str:
+        key = next(iter(params.values()))
+        with self._lock:
+            if key in cache:
+                return cache[key]
+            if (method, key) in self._failed:
+                return key
+        try:
+            data = self._call(method, params)
+        except (RateLimited, SlackUnavailable) as error:
+            logger.debug("%s %s failed, using the id: %s", method, key, error)
+            data = None
+        name = label(data) if data is not None else None
+        with self._lock:
+            if name:
+                cache[key] = name
+            else:
+                self._failed[(method, key)] = True
+        return name or key
+
+    def _admit(self, method: str) -> None:
+        if self.overflow == "degrade":
+            if not self._limiter.try_acquire(method):
+                raise RateLimited(method, self._limiter.wait_time(method))
+        else:
+            self._limiter.acquire(method, sleep=self._sleep)
+
+    def _call(self, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """One API call through the limiter, with retries; None for a Slack error like not_found."""
+        attempts = 0
+        while True:
+            self._admit(method)
+            attempts += 1
+            with self._lock:
+                self.api_calls[method] += 1
+            try:
+                response = self._client.api_call(method, params=params)
+            except SlackApiError as error:
+                status = error.response.status_code
+                if status == 429:
+                    retry_after = _retry_after(error.response.headers)
+                    # The limiter then holds every caller of this method, not just this one.
+                    self._limiter.penalize(method, retry_after)
+                    if self.overflow == "degrade" or attempts > self._max_retries:
+                        raise RateLimited(method, retry_after) from error
+                    logger.info("%s rate limited; retrying in %.1f s", method, retry_after)
+                    continue  # _admit waits out the penalty
+                code = str(error.response.get("error", "unknown_error"))
+                if status < 500 and code not in _TRANSIENT_ERRORS:
+                    logger.debug("%s %s -> %s", method, _describe(params), code)
+                    return None
+                detail = f"HTTP {status}" if status >= 500 else code
+            except OSError as error:  # URLError, timeouts, refused or reset connections
+                detail = f"{type(error).__name__}: {error}"
+            else:
+                data = response.data
+                return data if isinstance(data, dict) else {}
+            if attempts > self._max_retries:
+                raise SlackUnavailable(method, attempts, detail)
+            delay = min(_BACKOFF * 2 ** (attempts - 1), _MAX_BACKOFF)
+            logger.info("%s failed (%s); retry %d in %.1f s", method, detail, attempts, delay)
+            self._sleep(delay)
+
+    def _messages(self, data: Mapping[str, Any] | None, channel: str) -> list[Message]:
+        """The response's messages as Messages, in the response's order; malformed ones skipped."""
+        out: list[Message] = []
+        for raw in (data or {}).get("messages") or []:
+            try:
+                out.append(to_message(SlackMessage.model_validate(raw), channel, self._me))
+            except (ValidationError, InvalidTimestamp) as error:
+                logger.warning("skipped a malformed message in %s: %s", channel, error)
+        return out
+
+    @staticmethod
+    def _thread_order(found: Mapping[str, Message], thread_ts: str) -> list[Message]:
+        root = found.get(thread_ts)
+        replies = sorted(
+            (m for ts, m in found.items() if ts != thread_ts), key=lambda m: ts_key(m.ts)
+        )
+        return ([root] if root is not None else []) + replies
+
+
+def _user_label(data: Mapping[str, Any]) -> str | None:
+    user = data.get("user") or {}
+    profile = user.get("profile") or {}
+    for value in (
+        profile.get("display_name"),
+        profile.get("real_name"),
+        user.get("real_name"),
+        user.get("name"),
+    ):
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def _channel_label(data: Mapping[str, Any]) -> str | None:
+    name = (data.get("channel") or {}).get("name")
+    return name if isinstance(name, str) and name else None
+
+
+def _describe(params: Mapping[str, Any]) -> str:
+    # Only the ids that say what was asked: never a token, never message text.
+    return " ".join(f"{k}={params[k]}" for k in ("channel", "ts", "user") if k in params)

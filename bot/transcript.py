@@ -1,0 +1,82 @@
+"""A replay report as a transcript a person reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from context import ChannelSnapshot, ThreadContext
+
+__all__ = ["render_transcript"]
+
+
+def _adjacent_line(adjacent: Any) -> str:
+    extras = []
+    if adjacent.thread_activity:
+        extras.append(f"{adjacent.thread_activity.reply_count} replies")
+    extras.extend(adjacent.reactions)
+    if adjacent.has_media:
+        extras.append("media")
+    tail = f"  [{'; '.join(extras)}]" if extras else ""
+    return f"    {adjacent.ts}  {adjacent.author.display_name}: {adjacent.snippet[:70]}{tail}"
+
+
+def _context_lines(context: dict[str, Any]) -> list[str]:
+    snapshot = ChannelSnapshot.model_validate(context["snapshot"])
+    tokens = context["tokens"]
+    lines = [
+        f"  ChannelSnapshot: {len(snapshot.adjacent)} adjacent messages, {tokens['snapshot']} tokens"
+    ]
+    lines.extend(_adjacent_line(a) for a in snapshot.adjacent)
+    if context["thread"] is None:
+        lines.append("  ThreadContext: none (the mention is not in a thread)")
+    else:
+        thread = ThreadContext.model_validate(context["thread"])
+        cut = thread.truncation
+        omitted = (
+            f", omitted {cut.omitted_range_ts[0]} .. {cut.omitted_range_ts[1]}"
+            if cut.omitted_range_ts
+            else ""
+        )
+        lines.append(
+            f"  ThreadContext: root + {cut.included_replies}/{cut.total_replies} replies, "
+            f"{tokens['thread']} tokens{omitted}"
+        )
+        lines.append(f"    root  {thread.root.author.display_name}: {thread.root.text[:70]}")
+        for reply in thread.replies:
+            mark = " (cut)" if reply.is_truncated else ""
+            lines.append(f"    {reply.ts}  {reply.author.display_name}: {reply.text[:70]}{mark}")
+    lines.extend(f"  note: {note}" for note in context.get("notes", []))
+    lines.append(f"  Context for Claude: {tokens['total_input']} tokens in all")
+    return lines
+
+
+def render_transcript(report: dict[str, Any]) -> str:
+    calls = report["slack_api_calls"]
+    lines = [
+        f"chanctx replay: {report['fixture']} ({report['events']} events, {len(report['turns'])} answers)"
+    ]
+    for number, turn in enumerate(report["turns"], start=1):
+        context = turn["context"]
+        if context is None:
+            lines.append(
+                f"\nTurn {number}: {turn['channel']} {turn['anchor_ts']}: no context ({turn['error']})"
+            )
+            continue
+        anchor = ChannelSnapshot.model_validate(context["snapshot"]).anchor
+        channel = context["snapshot"]["channel"]["name"]
+        where = "in a thread" if anchor.thread_id else "top-level"
+        lines.append(
+            f"\nTurn {number}: #{channel}, {where}, {anchor.author.display_name} at {anchor.ts}"
+        )
+        lines.append(f"  > {anchor.text}")
+        lines.extend(_context_lines(context))
+        if turn["reply"]:
+            lines.append("  Reply:")
+            lines.extend(f"    {line}" for line in turn["reply"].splitlines())
+        else:
+            lines.append("  Reply: none (no Claude session is configured in this build)")
+        if turn["error"]:
+            lines.append(f"  Error: {turn['error']}")
+    spent = ", ".join(f"{method} x{n}" for method, n in calls.items()) or "none"
+    lines.append(f"\nSlack Web API calls: {spent}")
+    return "\n".join(lines)

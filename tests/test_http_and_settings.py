@@ -1,0 +1,171 @@
+"""HTTP mode (signed requests over loopback), start-up settings, and record's redaction."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from slack_sdk.signature import SignatureVerifier
+
+from bot.cli import main
+from bot.http_server import EventsServer
+from bot.offline import OfflineBot
+from bot.record import Recorder, redact
+from bot.settings import SettingsError, load_settings
+
+from .slack_events import STATE, mention_pair, ts
+
+SECRET = "8f742231b10e8888abcd99yyyzzz85a5"  # a made-up signing secret for the test only
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[OfflineBot, EventsServer]]:
+    with (
+        OfflineBot(copy.deepcopy(STATE), signing_secret=SECRET) as bot,
+        EventsServer(bot.app) as server,
+    ):
+        yield bot, server
+
+
+def post(
+    url: str,
+    body: str,
+    *,
+    timestamp: int | None = None,
+    signature: str | None = None,
+    retry: int | None = None,
+) -> int:
+    stamp = str(int(time.time()) if timestamp is None else timestamp)
+    headers = {
+        "Content-Type": "application/json",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": signature
+        or SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=body),
+    }
+    if retry is not None:
+        headers["X-Slack-Retry-Num"] = str(retry)
+        headers["X-Slack-Retry-Reason"] = "http_timeout"
+    request = urllib.request.Request(url, data=body.encode(), headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+
+
+def test_signed_events_are_accepted_and_answered_once(
+    served: tuple[OfflineBot, EventsServer],
+) -> None:
+    bot, server = served
+    message, mention = (json.dumps(e) for e in mention_pair(ts(10), "status?"))
+    assert post(server.url, message) == 200
+    assert post(server.url, mention) == 200
+    assert post(server.url, mention, retry=1) == 200  # Slack's retry of a slow ack
+    bot.runtime.runner.drain(10)
+    assert len(bot.runtime.runner.results) == 1
+
+
+def test_a_bad_signature_is_rejected(served: tuple[OfflineBot, EventsServer]) -> None:
+    bot, server = served
+    body = json.dumps(mention_pair(ts(10), "status?")[1])
+    assert post(server.url, body, signature="v0=" + "0" * 64) == 401
+    assert bot.engine.history.get("C0GENERAL1", ts(10)) is None  # nothing recorded
+
+
+def test_a_stale_timestamp_is_rejected(served: tuple[OfflineBot, EventsServer]) -> None:
+    bot, server = served
+    body = json.dumps(mention_pair(ts(10), "status?")[1])
+    assert post(server.url, body, timestamp=int(time.time()) - 10 * 60) == 401
+    bot.runtime.runner.drain(10)
+    assert bot.runtime.runner.results == []
+
+
+def test_url_verification_challenge(served: tuple[OfflineBot, EventsServer]) -> None:
+    _, server = served
+    body = json.dumps({"type": "url_verification", "challenge": "abc123", "token": "x"})
+    assert post(server.url, body) == 200
+
+
+@pytest.mark.parametrize(
+    ("http", "env", "message"),
+    [
+        (False, {}, "SLACK_BOT_TOKEN is not set"),
+        (
+            False,
+            {"SLACK_BOT_TOKEN": "xoxp-user-token"},
+            "SLACK_BOT_TOKEN does not look right: it should start with 'xoxb-'",
+        ),
+        (False, {"SLACK_BOT_TOKEN": "xoxb-1"}, "SLACK_APP_TOKEN is not set"),
+        (
+            False,
+            {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xoxb-2"},
+            "SLACK_APP_TOKEN does not look right",
+        ),
+        (True, {"SLACK_BOT_TOKEN": "xoxb-1"}, "SLACK_SIGNING_SECRET is not set"),
+    ],
+)
+def test_missing_or_malformed_settings_name_the_setting(
+    http: bool, env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(SettingsError, match=message) as caught:
+        load_settings(http=http, env=env)
+    for value in env.values():
+        assert value not in str(caught.value)  # never echo a secret
+
+
+def test_run_without_settings_stops_with_one_clear_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["chanctx: SLACK_BOT_TOKEN is not set: the bot token from OAuth & Permissions."]
+
+
+def test_valid_settings_load() -> None:
+    settings = load_settings(
+        http=True, port=8080, env={"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s"}
+    )
+    assert settings.mode == "http" and settings.port == 8080
+    assert "xoxb-1" not in repr(settings)
+
+
+def test_redaction_removes_every_token_shape() -> None:
+    envelope = {
+        "token": "verification-token-value",
+        "event": {
+            "text": "my token is xoxb-1234-5678-abcdef and xapp-1-A1-2-ff, see xoxp-9-9",
+            "files": [{"url_private": "https://files.slack.com/x?t=xoxe-1-abc"}],
+        },
+        "authorizations": [{"user_id": "U1"}],
+    }
+    cleaned = json.dumps(redact(envelope))
+    for secret in ("verification-token-value", "xoxb-1234", "xapp-1-A1", "xoxp-9", "xoxe-1-abc"):
+        assert secret not in cleaned
+    assert redact(envelope)["authorizations"] == [{"user_id": "U1"}]
+
+
+def test_record_writes_a_replayable_fixture(tmp_path: Path) -> None:
+    recorder = Recorder(tmp_path / "rec")
+    with OfflineBot(copy.deepcopy(STATE)) as bot:
+        bot.app.use(recorder.middleware)  # recorded in delivery order, as `chanctx record` does
+        for item in mention_pair(ts(10), "status? my token is xoxb-1-2-3"):
+            item["token"] = "a-verification-token"
+            bot.dispatch(item)
+    recorder.write_state(copy.deepcopy(STATE))
+    recorder.close()
+    lines = (tmp_path / "rec" / "events.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+    assert "xoxb-1-2-3" not in "".join(lines) and "a-verification-token" not in "".join(lines)
+    from bot.fixture import load_fixture
+    from bot.replay import replay
+
+    report = replay(load_fixture(tmp_path / "rec"))
+    assert len(report["turns"]) == 1
