@@ -86,20 +86,24 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from .serve import serve
+    from slack_sdk import WebClient
+
+    from .serve import build_runtime, known_state, serve
     from .settings import load_settings
 
     settings = load_settings(http=args.http, port=args.port, host=args.host)
+    runtime = build_runtime(WebClient(token=settings.bot_token))
     if args.command == "record":
         from .record import Recorder
 
         recorder = Recorder(args.out_dir)
         try:
-            serve(settings, first_middleware=recorder.middleware)
+            serve(settings, runtime=runtime, first_middleware=recorder.middleware)
         finally:
+            recorder.write_state(known_state(runtime))
             recorder.close()
         return 0
-    serve(settings)
+    serve(settings, runtime=runtime)
     return 0
 
 

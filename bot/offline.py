@@ -58,6 +58,7 @@ class OfflineBot:
         signing_secret: str | None = None,
         start_time: float = 0.0,
         limiter: RateLimiter | None = None,
+        runtime_class: type[Runtime] = Runtime,
     ) -> None:
         self.clock = ReplayClock(start_time)
         self.slack = FakeSlackAPI(state or {}, clock=self.clock)
@@ -77,7 +78,7 @@ class OfflineBot:
             slack=self.fetcher,
             threads=ThreadReplyCache(self.fetcher, clock=self.clock),
         )
-        self.runtime = Runtime(
+        self.runtime = runtime_class(
             engine=self.engine,
             client=self.client,
             responder=responder or NullResponder(),

@@ -19,22 +19,27 @@ from .runtime import Runtime
 from .settings import RunSettings
 from .slack_api import SlackFetcher
 
-__all__ = ["build_runtime", "serve"]
+__all__ = ["build_runtime", "known_state", "serve"]
 
 logger = logging.getLogger("chanctx.serve")
 
 
 def build_runtime(client: WebClient) -> Runtime:
+    """Learn who we are (auth.test) and wire the engine to the rate-limited Web API."""
     auth = client.auth_test()
     me = SelfIdentity(user_id=str(auth.get("user_id", "")), bot_id=str(auth.get("bot_id", "")))
     fetcher = SlackFetcher(client, limiter=RateLimiter(), me=me)
     return Runtime(engine=ContextEngine(me=me, slack=fetcher), client=client)
 
 
-def serve(settings: RunSettings, *, first_middleware: Callable[..., Any] | None = None) -> App:
+def serve(
+    settings: RunSettings,
+    *,
+    runtime: Runtime | None = None,
+    first_middleware: Callable[..., Any] | None = None,
+) -> App:
     """Start serving (blocks). ``first_middleware`` runs before intake (``record`` uses it)."""
-    client = WebClient(token=settings.bot_token)
-    runtime = build_runtime(client)
+    runtime = runtime or build_runtime(WebClient(token=settings.bot_token))
     app = build_app(
         runtime,
         signing_secret=settings.signing_secret if settings.mode == "http" else None,
@@ -49,3 +54,17 @@ def serve(settings: RunSettings, *, first_middleware: Callable[..., Any] | None 
 
         SocketModeHandler(app, settings.app_token).start()  # type: ignore[no-untyped-call]
     return app
+
+
+def known_state(runtime: Runtime) -> dict[str, Any]:
+    """What a recording needs to replay with real names: who we are, who and where people are."""
+    names = runtime.engine.names
+    return {
+        "auth": {"user_id": runtime.engine.me.user_id, "bot_id": runtime.engine.me.bot_id},
+        "users": {
+            user_id: {"id": user_id, "name": name, "profile": {"display_name": name}}
+            for user_id, name in dict(names.users).items()
+        },
+        "channels": {cid: {"id": cid, "name": name} for cid, name in dict(names.channels).items()},
+        "history": {},
+    }

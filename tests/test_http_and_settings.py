@@ -153,19 +153,25 @@ def test_redaction_removes_every_token_shape() -> None:
 
 
 def test_record_writes_a_replayable_fixture(tmp_path: Path) -> None:
+    from bot.fixture import load_fixture
+    from bot.replay import replay
+    from bot.serve import known_state
+
     recorder = Recorder(tmp_path / "rec")
     with OfflineBot(copy.deepcopy(STATE)) as bot:
         bot.app.use(recorder.middleware)  # recorded in delivery order, as `chanctx record` does
         for item in mention_pair(ts(10), "status? my token is xoxb-1-2-3"):
             item["token"] = "a-verification-token"
             bot.dispatch(item)
-    recorder.write_state(copy.deepcopy(STATE))
+        recorder.write_state(known_state(bot.runtime))
     recorder.close()
     lines = (tmp_path / "rec" / "events.jsonl").read_text().splitlines()
     assert len(lines) == 2
     assert "xoxb-1-2-3" not in "".join(lines) and "a-verification-token" not in "".join(lines)
-    from bot.fixture import load_fixture
-    from bot.replay import replay
+    state = json.loads((tmp_path / "rec" / "slack_api.json").read_text())
+    assert state["auth"]["user_id"] == "U0BOT00001"
+    assert state["users"]["U1"]["profile"]["display_name"] == "Sam"  # resolved while running
 
     report = replay(load_fixture(tmp_path / "rec"))
     assert len(report["turns"]) == 1
+    assert report["turns"][0]["context"]["snapshot"]["anchor"]["author"]["display_name"] == "Sam"
