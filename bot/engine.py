@@ -9,9 +9,12 @@ after a (re)start for its recent history, and once per thread whose replies were
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from cachetools import TTLCache
 
 from cache import ChannelHistory, RateLimited, ThreadReplyCache
 from context import (
@@ -102,6 +105,13 @@ class ContextEngine:
     slack: SlackSource | None = None
     threads: ThreadReplyCache | None = None
     _warm: set[str] = field(default_factory=set)
+    # Every cache read and write holds this lock; no Slack call ever does, so a rate-limit
+    # wait in one answer never blocks intake of other events.
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+    # Deletions seen recently: a fetch that raced a deletion must not bring the message back.
+    _deleted: TTLCache[tuple[str, str], bool] = field(
+        default_factory=lambda: TTLCache(maxsize=10_000, ttl=3600)
+    )
 
     def __post_init__(self) -> None:
         if self.slack is not None:
@@ -115,6 +125,11 @@ class ContextEngine:
     def handle(self, event: Mapping[str, Any]) -> IntakeAction:
         """Apply one Slack event to the caches; returns what it meant."""
         action = intake(event, self.me)
+        with self._lock:
+            self._apply(action)
+        return action
+
+    def _apply(self, action: IntakeAction) -> None:
         if isinstance(action, Record):
             self.history.record(action.message)
             if self.threads is not None:
@@ -132,40 +147,48 @@ class ContextEngine:
                     action.channel, action.ts, text=action.text, edited_ts=action.edited_ts
                 )
         elif isinstance(action, Delete):
+            self._deleted[(action.channel, action.ts)] = True
             self.history.delete(action.channel, action.ts)
             if self.threads is not None:
                 self.threads.on_delete(action.channel, action.ts)
         elif isinstance(action, React):
             change = self.history.add_reaction if action.added else self.history.remove_reaction
             change(action.channel, action.ts, action.name, action.user)
-        return action
 
     # -- filling the caches from Slack when they cannot know -----------------------------
+    # Pattern: decide under the lock, call Slack without it, adopt the answer under it again.
 
     def _adopt(self, messages: Sequence[Message]) -> None:
         """Record fetched messages the event stream has not already given us fresher."""
-        for message in messages:
-            if self.history.get(message.channel, message.ts) is None:
-                self.history.record(message)
+        with self._lock:
+            for message in messages:
+                known = self.history.get(message.channel, message.ts) is not None
+                if not known and (message.channel, message.ts) not in self._deleted:
+                    self.history.record(message)
 
     def _warm_channel(self, channel: str) -> None:
-        if self.slack is None or channel in self._warm:
+        if self.slack is None:
             return
-        self._warm.add(channel)
+        with self._lock:
+            if channel in self._warm:
+                return
+            self._warm.add(channel)
         self._adopt(self.slack.channel_history(channel, limit=self.settings.cold_start_messages))
+
+    def _thread_is_complete(self, channel: str, root_ts: str) -> bool:
+        with self._lock:
+            root = self.history.get(channel, root_ts)
+            if root is not None and root.reply_count <= len(self.history.replies(channel, root_ts)):
+                return True
+            # Fetched within the TTL: events have kept it current since.
+            return self.threads is not None and self.threads.peek(channel, root_ts) is not None
 
     def _complete_thread(self, channel: str, root_ts: str, notes: list[str]) -> None:
         """Fetch a thread once if the caches do not hold all of it."""
-        if self.slack is None or self.threads is None:
+        if self.slack is None or self.threads is None or self._thread_is_complete(channel, root_ts):
             return
-        root = self.history.get(channel, root_ts)
-        known = len(self.history.replies(channel, root_ts))
-        if root is not None and root.reply_count <= known:
-            return
-        if self.threads.peek(channel, root_ts) is not None:
-            return  # fetched within the TTL; events have kept it current since
         try:
-            cached = self.threads.get(channel, root_ts)
+            rows = self.slack.fetch_thread(channel, root_ts)
         except RateLimited as limited:
             notes.append(
                 f"Slack rate limit on {limited.method}: this thread may be missing replies "
@@ -175,7 +198,23 @@ class ContextEngine:
         except ChanctxError as error:
             notes.append(f"Could not fetch the whole thread from Slack: {error}")
             return
+        with self._lock:
+            cached = self.threads.store(channel, root_ts, rows)
         self._adopt(([cached.root] if cached.root else []) + list(cached.replies))
+
+    def _anchor(self, channel: str, ts: str) -> Message | None:
+        with self._lock:
+            anchor = self.history.get(channel, ts)
+        if anchor is None and self.slack is not None:
+            fetched = self.slack.fetch_message(channel, ts)
+            if fetched is not None:
+                self._adopt([fetched])
+                anchor = fetched
+        return anchor
+
+    def _replies(self, channel: str, thread_ts: str) -> list[Message]:
+        with self._lock:
+            return self.history.replies(channel, thread_ts)
 
     # -- building ---------------------------------------------------------------------------
 
@@ -183,30 +222,30 @@ class ContextEngine:
         """Snapshot + thread context for the message at (channel, ts)."""
         notes: list[str] = []
         self._warm_channel(channel)
-        anchor = self.history.get(channel, ts)
-        if anchor is None and self.slack is not None:
-            fetched = self.slack.fetch_message(channel, ts)
-            if fetched is not None:
-                self.history.record(fetched)
-                anchor = fetched
+        anchor = self._anchor(channel, ts)
         if anchor is None:
             return None
         if anchor.thread_ts:
             self._complete_thread(channel, anchor.root_ts, notes)
+        # Build from copies taken under the lock; display names may call Slack, so the
+        # builders themselves run without it.
+        with self._lock:
+            timeline = self.history.timeline(channel)
+            root = self.history.get(channel, anchor.root_ts)
+            replies = self.history.replies(channel, anchor.root_ts)
         snapshot = build_channel_snapshot(
             anchor,
-            self.history.timeline(channel),
+            timeline,
             channel_name=self.names.channels.get(channel, channel),
             window=self.settings.window,
             budget_tokens=self.settings.snapshot_budget,
             counter=self.counter,
             names=self.names,
-            replies_of=lambda thread_ts: self.history.replies(channel, thread_ts),
+            replies_of=lambda thread_ts: self._replies(channel, thread_ts),
         )
         thread = None
-        root = self.history.get(channel, anchor.root_ts)
         # The anchor is in the snapshot in full; repeating it as a reply only costs tokens.
-        replies = [r for r in self.history.replies(channel, anchor.root_ts) if r.ts != anchor.ts]
+        replies = [r for r in replies if r.ts != anchor.ts]
         if root is not None and (anchor.thread_ts or replies):
             thread = build_thread_context(
                 root,

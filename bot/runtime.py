@@ -1,7 +1,8 @@
 """Everything one running bot shares: caches, dedup memory, the answer runner, the client.
 
-Bolt may dispatch requests on several threads at once (HTTP mode), so every cache access goes
-through ``lock``; intake under the lock takes microseconds, so acks never wait on an answer.
+Bolt may dispatch requests on several threads at once (HTTP mode). ``lock`` guards the dedup
+memory; the engine guards its caches with its own lock, which no Slack call ever holds, so acks
+never wait on an answer or on a rate limit.
 """
 
 from __future__ import annotations
@@ -58,8 +59,7 @@ class Runtime:
             return True
 
     def intake(self, event: Mapping[str, Any]) -> None:
-        with self.lock:
-            self.engine.handle(event)
+        self.engine.handle(event)  # the engine locks its caches itself
 
     def trigger(self, turn: Turn) -> bool:
         """Queue an answer unless this message was already answered (message + app_mention)."""
@@ -78,8 +78,9 @@ class Runtime:
         result = TurnResult(turn=turn)
         self._show_working(turn, on=True)
         try:
-            with self.lock:
-                result.context = self.engine.context_for(turn.channel, turn.anchor_ts)
+            # No lock here: the engine never holds its own across a Slack call, so a
+            # rate-limit wait in this answer does not stop intake of other events.
+            result.context = self.engine.context_for(turn.channel, turn.anchor_ts)
             if result.context is None:
                 result.error = "the mentioned message is not in the channel history"
                 return result

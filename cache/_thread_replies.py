@@ -100,7 +100,14 @@ class ThreadReplyCache:
             return entry
         self.misses += 1
         self.fetches += 1
-        rows = self._fetcher.fetch_thread(channel, thread_ts)
+        return self.store(channel, thread_ts, self._fetcher.fetch_thread(channel, thread_ts))
+
+    def store(self, channel: str, thread_ts: str, rows: Sequence[Message]) -> CachedThread:
+        """Cache a thread fetched elsewhere (root first, then replies), starting its TTL.
+
+        Callers that must not hold a lock across a network call fetch first, then store.
+        """
+        key = (channel, ts_key(thread_ts))
         entry = self._build(channel, thread_ts, key[1], rows)
         self._cache[key] = entry
         return entry

@@ -366,3 +366,65 @@ def test_every_real_payload_shape_is_accepted_without_error_or_answer(
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], [
         r.getMessage() for r in caplog.records
     ]
+
+
+def test_intake_is_not_blocked_while_an_answer_waits_on_slack() -> None:
+    state = copy.deepcopy(STATE)
+    root_ts = ts(-100)
+    state["history"] = {
+        CHANNEL: [
+            {
+                "type": "message",
+                "user": "U2",
+                "text": "Old thread",
+                "ts": root_ts,
+                "thread_ts": root_ts,
+                "reply_count": 1,
+            },
+            {
+                "type": "message",
+                "user": "U1",
+                "text": "old reply",
+                "ts": ts(-50),
+                "thread_ts": root_ts,
+            },
+        ]
+    }
+    with OfflineBot(state, start_time=float(START_SECONDS)) as bot:
+        bot.slack.slow_next("conversations.replies", 1, seconds=3)
+        for item in mention_pair(ts(10), "what happened?", thread_ts=root_ts):
+            bot.dispatch(item, wait=False)
+        # The answer is now inside a slow conversations.replies call. Deliveries go on:
+        for second in range(11, 16):
+            bot.dispatch(
+                envelope(message(ts(second), f"meanwhile {second}", user="U2")), wait=False
+            )
+        assert bot.engine.history.get(CHANNEL, ts(15)) is not None
+        assert bot.runtime.runner.results == []  # ... and the answer had not finished yet
+        bot.runtime.runner.drain(30)
+        (result,) = bot.runtime.runner.results
+        assert result.context is not None and result.context.thread is not None
+        assert [r.text for r in result.context.thread.replies] == ["old reply"]
+
+
+def test_a_fetched_copy_never_resurrects_a_deleted_message(bot: OfflineBot) -> None:
+    from context import Message
+
+    gone = message(ts(1), "to be deleted")
+    bot.dispatch(envelope(gone))
+    bot.dispatch(
+        envelope(
+            {
+                "type": "message",
+                "subtype": "message_deleted",
+                "channel": CHANNEL,
+                "deleted_ts": ts(1),
+                "hidden": True,
+                "event_ts": ts(2),
+                "ts": ts(2),
+            }
+        )
+    )
+    stale = Message(channel=CHANNEL, ts=ts(1), user_id="U1", text="to be deleted")
+    bot.engine._adopt([stale])  # what a fetch that raced the deletion would bring back
+    assert bot.engine.history.get(CHANNEL, ts(1)) is None
