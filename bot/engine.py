@@ -130,7 +130,9 @@ class ContextEngine:
         return action
 
     def _apply(self, action: IntakeAction) -> None:
-        if isinstance(action, Record):
+        if isinstance(action, Record) and action.only_if_new:
+            self._adopt([action.message])
+        elif isinstance(action, Record):
             self.history.record(action.message)
             if self.threads is not None:
                 self.threads.on_message(action.message)

@@ -175,7 +175,12 @@ class FakeSlackAPI:
         clock: Callable[[], float] | None = None,
         max_replies_limit: int = 1000,
     ) -> None:
-        """``max_replies_limit`` caps ``conversations.replies`` pages (15 for new apps since 2025)."""
+        """``max_replies_limit`` caps ``conversations.replies`` pages (15 for new apps since 2025).
+
+        ``state["faults"]`` (optional) is a list of ``{"method", "n", "status", "retry_after",
+        "error"}``, each registered as ``fail_next(method, n, status=..., retry_after=...,
+        error=...)``; only ``method`` is required, an absent key takes ``fail_next``'s default.
+        """
         state = copy.deepcopy(dict(state or {}))
         self._auth: dict[str, Any] = dict(state.get("auth") or {})
         self._channels: dict[str, Any] = dict(state.get("channels") or {})
@@ -195,6 +200,12 @@ class FakeSlackAPI:
         for channel, messages in (state.get("history") or {}).items():
             for message in messages:
                 self._store(channel, message)
+        for fault in state.get("faults") or []:
+            method = fault.get("method") if isinstance(fault, dict) else None
+            if not isinstance(method, str) or not method:
+                raise ValueError(f"a fault needs a 'method', got {fault!r}")
+            options = {k: fault[k] for k in ("status", "retry_after", "error") if k in fault}
+            self.fail_next(method, int(fault.get("n", 1)), **options)
         self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "auth.test": self._auth_test,
             "conversations.info": self._conversations_info,
@@ -236,7 +247,7 @@ class FakeSlackAPI:
         stream describes (``reactions.add`` on them would fail, history would miss them).
         """
         channel = event.get("channel")
-        if event.get("type") != "message" or not isinstance(channel, str):
+        if event.get("type") not in ("message", "app_mention") or not isinstance(channel, str):
             return
         subtype = event.get("subtype")
         with self._lock:
@@ -255,6 +266,7 @@ class FakeSlackAPI:
                     for k, v in event.items()
                     if k not in ("channel", "event_ts", "channel_type")
                 }
+                message["type"] = "message"  # an app_mention describes a plain message
                 try:
                     self.add_message(channel, message)
                 except ValueError:

@@ -64,6 +64,9 @@ class SelfIdentity:
 @dataclass(frozen=True)
 class Record:
     message: Message
+    # app_mention carries the message too, and may arrive before its message event:
+    # record it then, but never overwrite what the message event (or an edit) already gave.
+    only_if_new: bool = False
 
 
 @dataclass(frozen=True)
@@ -179,8 +182,12 @@ def intake(event: Mapping[str, Any], me: SelfIdentity) -> IntakeAction:
             action = _message_event(event, me)
         elif kind in ("reaction_added", "reaction_removed"):
             action = _reaction_event(event, added=kind == "reaction_added")
+        elif (
+            kind == "app_mention" and isinstance(event.get("channel"), str) and event.get("channel")
+        ):
+            message = to_message(SlackMessage.model_validate(event), str(event["channel"]), me)
+            action = Record(message, only_if_new=True)
         else:
-            # app_mention duplicates a message event that is recorded on its own.
             action = Ignore(f"event type {kind!r} changes no history")
     except (ValidationError, InvalidTimestamp) as error:
         reason = f"malformed {kind} event: {_first_line(error)}"

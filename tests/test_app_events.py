@@ -428,3 +428,48 @@ def test_a_fetched_copy_never_resurrects_a_deleted_message(bot: OfflineBot) -> N
     stale = Message(channel=CHANNEL, ts=ts(1), user_id="U1", text="to be deleted")
     bot.engine._adopt([stale])  # what a fetch that raced the deletion would bring back
     assert bot.engine.history.get(CHANNEL, ts(1)) is None
+
+
+def test_app_mention_before_its_message_event_costs_nothing_extra(bot: OfflineBot) -> None:
+    bot.dispatch(envelope(message(ts(1), "warm the channel")))
+    for item in mention_pair(ts(2), "first"):
+        bot.dispatch(item)
+    before = bot.slack.call_counts()
+    message_event, mention = mention_pair(ts(10), "which came first?")
+    bot.dispatch(mention)  # Slack does not promise the order of the two
+    bot.dispatch(message_event)
+    assert len(turns(bot)) == 2
+    result = bot.runtime.runner.results[-1]
+    assert result.error is None and result.context is not None
+    assert result.context.snapshot.anchor.text == "@chanctx which came first?"
+    assert reads(bot) == sum(n for m, n in before.items() if m in READS)  # no fetch for the anchor
+
+
+def test_edited_mentions_and_other_bots_mentions_are_not_questions(bot: OfflineBot) -> None:
+    bot.dispatch(
+        envelope(
+            {
+                "type": "app_mention",
+                "user": "U1",
+                "text": f"<@{BOT_USER}> fixed typo",
+                "ts": ts(1),
+                "channel": CHANNEL,
+                "event_ts": ts(5),
+                "edited": {"user": "U1", "ts": ts(5)},
+            }
+        )
+    )
+    bot.dispatch(
+        envelope(
+            {
+                "type": "app_mention",
+                "bot_id": "B0OTHER001",
+                "user": "U0OTHERBOT",
+                "text": f"<@{BOT_USER}> deploy done",
+                "ts": ts(6),
+                "channel": CHANNEL,
+                "event_ts": ts(6),
+            }
+        )
+    )
+    assert turns(bot) == []

@@ -27,8 +27,20 @@ def turn_for(event: dict[str, Any], *, assistant_thread: bool = False) -> Turn:
 def register(app: App, runtime: Runtime) -> None:
     @app.event("app_mention")
     def on_mention(event: dict[str, Any]) -> None:
-        if event.get("user") and event.get("user") == runtime.engine.me.user_id:
-            return  # our own text quoting our name is not a question
-        if not event.get("channel") or not event.get("ts"):
-            return
-        runtime.trigger(turn_for(event))
+        if is_question(event, runtime.engine.me.user_id):
+            runtime.trigger(turn_for(event))
+
+
+def is_question(event: dict[str, Any], me_user: str) -> bool:
+    """An app_mention that asks us something now.
+
+    Slack also sends app_mention when a message that mentions us is *edited* (it carries
+    ``edited``) and when another bot mentions us (``bot_id``). An edit is not a new question,
+    and answering bots invites bot-to-bot loops; our own messages are never questions.
+    """
+    if not event.get("channel") or not event.get("ts"):
+        return False
+    if event.get("edited") or event.get("bot_id") or event.get("subtype"):
+        return False
+    user = event.get("user")
+    return bool(user) and user != me_user

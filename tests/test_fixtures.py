@@ -1,0 +1,326 @@
+"""The small fixtures (fixtures/build_small.py), replayed: one Slack-edge behaviour each.
+
+Every expectation is read off the report of ``replay(load_fixture(...))`` (the interface in
+fixtures/README.md); timestamps come from the fixture's own events, never hard-coded.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import math
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot.fake_slack import FakeSlackAPI
+from bot.fixture import load_fixture
+from bot.replay import replay
+
+from . import test_replay_demo
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+ALL_FIXTURES = sorted(p.parent.name for p in FIXTURES.glob("*/events.jsonl"))
+PAGE = 15  # conversations.replies messages per page (SlackFetcher's page_size)
+
+
+def _load_builder() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("build_small", FIXTURES / "build_small.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+BUILD = _load_builder()
+SMALL: list[str] = sorted(BUILD.BUILDERS)
+
+
+@functools.cache
+def report(name: str) -> dict[str, Any]:
+    """The replay report of ``name`` (cached: treat as read-only)."""
+    return replay(load_fixture(FIXTURES / name))
+
+
+def envelopes(name: str) -> list[dict[str, Any]]:
+    return load_fixture(FIXTURES / name).envelopes
+
+
+def ts_of(name: str, fragment: str) -> str:
+    """The ts of the one posted message (a ``message`` event) whose text contains ``fragment``."""
+    found = {
+        str(e["event"]["ts"])
+        for e in envelopes(name)
+        if e["event"].get("type") == "message"
+        and not e["event"].get("subtype", "").startswith("message_")
+        and fragment in e["event"].get("text", "")
+    }
+    assert len(found) == 1, f"{fragment!r} names {len(found)} messages in {name}"
+    return found.pop()
+
+
+def turns(name: str) -> list[tuple[str, str, str]]:
+    return [(t["channel"], t["thread_ts"], t["anchor_ts"]) for t in report(name)["turns"]]
+
+
+def calls(name: str, method: str) -> int:
+    return int(report(name)["slack_api_calls"].get(method, 0))
+
+
+def context(turn: dict[str, Any]) -> dict[str, Any]:
+    assert turn["error"] is None, turn["error"]
+    assert turn["context"] is not None
+    return dict(turn["context"])
+
+
+def snapshot_texts(turn: dict[str, Any]) -> list[str]:
+    snapshot = context(turn)["snapshot"]
+    return [snapshot["anchor"]["text"], *(a["snippet"] for a in snapshot["adjacent"])]
+
+
+def thread_texts(turn: dict[str, Any]) -> list[str]:
+    thread = context(turn)["thread"]
+    assert thread is not None
+    return [r["text"] for r in thread["replies"]]
+
+
+# --- every fixture -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ALL_FIXTURES)
+def test_every_fixture_replays_deterministically(name: str) -> None:
+    again = replay(load_fixture(FIXTURES / name))
+    assert json.dumps(again, sort_keys=True) == json.dumps(report(name), sort_keys=True)
+
+
+def test_every_fixture_directory_is_tested() -> None:
+    # A fixture is tested here by tests named test_<fixture>_..., or by a module of its own.
+    tested = {n for n in ALL_FIXTURES if any(f.startswith(f"test_{n}_") for f in globals())}
+    tested |= {p.name for p in (test_replay_demo.DEMO,) if p.parent == FIXTURES}
+    assert {"demo", *SMALL} <= set(ALL_FIXTURES)
+    assert set(ALL_FIXTURES) <= tested, f"fixtures without a test: {set(ALL_FIXTURES) - tested}"
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_build_small_regenerates_each_fixture_exactly(name: str) -> None:
+    for file_name, text in BUILD.render(name).items():
+        assert (FIXTURES / name / file_name).read_text() == text, f"{name}/{file_name} is stale"
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_small_fixtures_hold_no_secrets(name: str) -> None:
+    for envelope in envelopes(name):
+        assert envelope["token"] == "REDACTED"
+    text = "".join(p.read_text() for p in (FIXTURES / name).iterdir())
+    assert "xox" not in text and "xapp" not in text
+
+
+# --- retries/ ----------------------------------------------------------------------------
+
+
+def test_retries_fixture_redelivers_event_ids() -> None:
+    ids = [e["event_id"] for e in envelopes("retries")]
+    repeated = {i: ids.count(i) for i in ids if ids.count(i) > 1}
+    # The first mention's app_mention once more; the second's message once, app_mention twice.
+    assert sorted(repeated.values()) == [2, 2, 3]
+
+
+def test_retries_one_turn_per_mention() -> None:
+    first = ts_of("retries", "is the p99 bump after 2201 expected")
+    root = ts_of("retries", "Rollout plan for search-api v4.3.0")
+    second = ts_of("retries", "what did we decide about the canary")
+    assert turns("retries") == [
+        ("C0DEPLOYS1", first, first),  # top level: answered in a new thread under it
+        ("C0DEPLOYS1", root, second),  # in a thread: answered there
+    ]
+    top, threaded = report("retries")["turns"]
+    assert context(top)["thread"] is None
+    assert thread_texts(threaded) == ["Canary first please, 5% for an hour."]
+
+
+def test_retries_show_the_working_indicator_once_per_mention() -> None:
+    assert calls("retries", "reactions.add") == calls("retries", "reactions.remove") == 2
+    assert calls("retries", "assistant.threads.setStatus") == 0
+    assert calls("retries", "conversations.history") == 1  # the cold start, once
+    assert calls("retries", "conversations.replies") == 0  # the thread was seen live
+
+
+# --- dm/ ---------------------------------------------------------------------------------
+
+
+def test_dm_each_question_is_answered_once_and_the_edit_not_at_all() -> None:
+    question = ts_of("dm", "Who is on call for payments this week?")
+    mention = ts_of("dm", "and who owns the refunds runbook?")
+    assistant = ts_of("dm", "Draft a short status update")
+    (started,) = [e["event"] for e in envelopes("dm") if e["event"]["type"].startswith("assist")]
+    thread_ts = started["assistant_thread"]["thread_ts"]
+    assert turns("dm") == [
+        ("D0SAMDM001", question, question),
+        ("D0SAMDM001", mention, mention),  # message + app_mention: one turn
+        ("D0SAMDM001", thread_ts, assistant),  # the assistant thread: answered in it
+    ]
+
+
+def test_dm_assistant_thread_shows_status_instead_of_a_reaction() -> None:
+    assert calls("dm", "assistant.threads.setStatus") == 2  # set, then cleared: one turn
+    # :eyes: only on the two plain DMs, never on the assistant-thread message.
+    assert calls("dm", "reactions.add") == calls("dm", "reactions.remove") == 2
+
+
+def test_dm_edit_reaches_the_later_context() -> None:
+    texts = snapshot_texts(report("dm")["turns"][-1])
+    assert "Who is on call for payments this week and next?" in texts
+    assert "Who is on call for payments this week?" not in texts
+
+
+# --- cold_thread/ ------------------------------------------------------------------------
+
+OLD_REPLIES = [text for _, _, text in BUILD.OLD_THREAD]
+OLD_PAGES = math.ceil((1 + len(OLD_REPLIES) + 1) / PAGE)  # root + old replies + the mention
+
+
+def test_cold_thread_fixture_shape() -> None:
+    history = load_fixture(FIXTURES / "cold_thread").slack_api["history"]["C0PAYMENTS"]
+    (root,) = [m for m in history if m.get("reply_count")]
+    assert root["reply_count"] == len(OLD_REPLIES) == 40
+    assert len([m for m in history if m.get("thread_ts") == root["ts"]]) == 41  # root + 40
+    assert OLD_PAGES == 3
+
+
+def test_cold_thread_is_fetched_once_in_pages() -> None:
+    assert calls("cold_thread", "conversations.history") == 1
+    assert calls("cold_thread", "conversations.replies") == OLD_PAGES
+
+
+def test_cold_thread_first_mention_gets_every_old_reply() -> None:
+    first = report("cold_thread")["turns"][0]
+    root_ts = first["thread_ts"]
+    assert first["anchor_ts"] == ts_of("cold_thread", "summarize what happened in this thread")
+    thread = context(first)["thread"]
+    assert thread["thread_id"] == root_ts
+    assert thread["root"]["text"].startswith("Nightly settlement reconciliation failed")
+    assert thread_texts(first) == OLD_REPLIES
+    assert thread["truncation"]["total_replies"] == thread["truncation"]["included_replies"] == 40
+    # ... and the older channel messages come from that one conversations.history.
+    adjacent = snapshot_texts(first)[1:]
+    for _, _, text in BUILD.OLDER_CHANNEL:
+        assert text in adjacent
+
+
+def test_cold_thread_stays_current_from_events() -> None:
+    first, second = report("cold_thread")["turns"]
+    assert second["thread_ts"] == first["thread_ts"]
+    assert second["anchor_ts"] == ts_of("cold_thread", "what is still open from this thread")
+    assert thread_texts(second) == [
+        *OLD_REPLIES,
+        "@chanctx can you summarize what happened in this thread for the incident note?",
+        "Adding: the incident note is in review, link in the wiki.",
+    ]
+    # The whole run cost only the first mention's pages: the second mention none.
+    assert calls("cold_thread", "conversations.replies") == OLD_PAGES
+    assert context(second)["notes"] == []
+
+
+# --- rate_limited/ -----------------------------------------------------------------------
+
+
+def test_rate_limited_fixture_declares_one_429() -> None:
+    faults = load_fixture(FIXTURES / "rate_limited").slack_api["faults"]
+    assert faults == [
+        {
+            "method": "conversations.replies",
+            "n": 1,
+            "status": 429,
+            "retry_after": 30,
+            "error": None,
+        }
+    ]
+
+
+def test_rate_limited_thread_is_retried_and_complete() -> None:
+    # Every page once, plus the call that got the 429.
+    assert calls("rate_limited", "conversations.replies") == OLD_PAGES + 1
+    first = report("rate_limited")["turns"][0]
+    assert thread_texts(first) == OLD_REPLIES
+    assert context(first)["notes"] == []
+    # What Claude gets is exactly what it gets without the 429.
+    assert report("rate_limited")["turns"] == report("cold_thread")["turns"]
+
+
+def test_fake_slack_reads_faults_from_its_state() -> None:
+    state = {
+        "channels": {"C1": {"id": "C1", "name": "general"}},
+        "faults": [
+            {"method": "conversations.info", "n": 1, "status": 429, "retry_after": 30},
+            {"method": "users.info", "status": 200, "error": "user_not_visible"},
+        ],
+    }
+    with FakeSlackAPI(state) as fake:
+        client = WebClient(token="xoxb-test", base_url=fake.url)
+        with pytest.raises(SlackApiError) as limited:
+            client.conversations_info(channel="C1")
+        assert limited.value.response.status_code == 429
+        assert limited.value.response.headers.get("Retry-After") in ("30", ["30"])
+        assert client.conversations_info(channel="C1")["channel"]["name"] == "general"
+        with pytest.raises(SlackApiError) as failed:
+            client.users_info(user="U1")
+        assert failed.value.response["error"] == "user_not_visible"
+    with pytest.raises(ValueError):
+        FakeSlackAPI({"faults": [{"n": 1}]})
+
+
+# --- edits_no_answer/ --------------------------------------------------------------------
+
+DELETED = "ledger export rows 1-500"
+
+
+def test_edits_no_answer_fixture_is_delivered_as_slack_does() -> None:
+    events = [e["event"] for e in envelopes("edits_no_answer")]
+    kinds = [(e["type"], e.get("subtype")) for e in events]
+    assert kinds.count(("message", "message_changed")) == 2
+    assert kinds.count(("message", "message_deleted")) == 1
+    # Slack re-sends an app_mention (with "edited") for an edit that mentions the app, and an
+    # app_mention (with bot_id) for another bot's message; none for the app's own messages.
+    mentions = [e for e in events if e["type"] == "app_mention"]
+    assert [("edited" in m, m.get("bot_id")) for m in mentions] == [
+        (True, None),
+        (False, "B0DEPLOYBT"),
+        (False, None),
+    ]
+
+
+def test_edits_no_answer_only_the_real_mention_is_answered() -> None:
+    final = ts_of("edits_no_answer", "what changed in ingest today")
+    answered = {
+        t["anchor_ts"]: snapshot_texts(t)[0] if t["context"] else t["error"]
+        for t in report("edits_no_answer")["turns"]
+    }
+    # Not the edit (message_changed + app_mention "edited"), the deletion, deploybot's
+    # bot_message (+ app_mention with bot_id), nor our own message naming us.
+    assert list(answered) == [final], f"answered: {answered}"
+    assert turns("edits_no_answer") == [("C0PLATFORM", final, final)]
+    assert calls("edits_no_answer", "reactions.add") == 1
+
+
+def test_edits_no_answer_context_has_the_edits_and_not_the_deletion() -> None:
+    final = report("edits_no_answer")["turns"][-1]
+    texts = snapshot_texts(final)
+    assert "eu-west ingest queue depth is 14k and climbing." in texts
+    assert "@chanctx what's the max batch size for the ingest v2 API?" in texts
+    assert not [t for t in texts if "12k and climbing" in t or "for the ingest API?" in t]
+    # Deleted: absent from every context built after the deletion, in full JSON.
+    deleted_at = next(
+        float(e["event"]["ts"])
+        for e in envelopes("edits_no_answer")
+        if e["event"].get("subtype") == "message_deleted"
+    )
+    later = [t for t in report("edits_no_answer")["turns"] if float(t["anchor_ts"]) > deleted_at]
+    assert later and all(DELETED not in json.dumps(t) for t in later)
+    # Our own message and the other bot's stay in the channel's context.
+    assert "Changelog questions go to @chanctx in a thread, please." in texts
+    assert any(t.startswith("Deploy #318 finished") for t in texts)
