@@ -35,22 +35,16 @@ logger = logging.getLogger("chanctx.intake")
 
 # Subtypes that carry a message a person (or a bot) wrote: recorded as messages.
 _CONTENT_SUBTYPES = {None, "", "bot_message", "file_share", "thread_broadcast", "me_message"}
-# System messages that are channel history but not conversation: recorded, marked by subtype.
+# System messages worth knowing in context ("set the channel topic: ..."): recorded, marked
+# by subtype.
 _SYSTEM_SUBTYPES = {
-    "channel_join",
-    "channel_leave",
-    "channel_topic",
-    "channel_purpose",
-    "channel_name",
-    "channel_archive",
-    "channel_unarchive",
-    "group_join",
-    "group_leave",
-    "pinned_item",
-    "unpinned_item",
-    "bot_add",
-    "bot_remove",
-}
+    "channel_topic", "channel_purpose", "channel_name", "channel_archive", "channel_unarchive",
+    "group_topic", "group_purpose", "group_name", "pinned_item", "unpinned_item",
+}  # fmt: skip
+# Membership noise: it would only take snapshot slots from conversation. Ignored on purpose.
+_MEMBERSHIP_SUBTYPES = {
+    "channel_join", "channel_leave", "group_join", "group_leave", "bot_add", "bot_remove",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -156,7 +150,11 @@ def _message_event(event: Mapping[str, Any], me: SelfIdentity) -> IntakeAction:
         return Edit(channel, validate_ts(inner.ts), inner.text or "", edited_ts, _files(inner))
     if subtype == "message_deleted":
         return Delete(channel, validate_ts(str(event.get("deleted_ts", ""))))
+    if subtype in _MEMBERSHIP_SUBTYPES:
+        return Ignore(f"membership change ({subtype}) is not conversation")
     if subtype in _CONTENT_SUBTYPES or subtype in _SYSTEM_SUBTYPES:
+        if subtype in _SYSTEM_SUBTYPES:
+            logger.debug("recorded system message %s in %s", subtype, channel)
         return Record(to_message(SlackMessage.model_validate(event), channel, me))
     return Ignore(f"message subtype {subtype!r} carries no conversation")
 
