@@ -28,11 +28,12 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
 
 from context.tokens import default_counter
+
+from ._loopback import LoopbackServer
 
 __all__ = ["FRAME_TOKENS", "FakeAnthropicAPI", "Fault", "RecordedRequest"]
 
@@ -106,7 +107,7 @@ def _count_tokens(body: Any) -> _Reply:
     return _Reply(200, {"input_tokens": FRAME_TOKENS + counter.count(text)})
 
 
-class FakeAnthropicAPI:
+class FakeAnthropicAPI(LoopbackServer):
     """A threaded HTTP server on 127.0.0.1 (a free port) answering like the Anthropic API."""
 
     def __init__(self) -> None:
@@ -116,18 +117,8 @@ class FakeAnthropicAPI:
         self._routes: dict[tuple[str, str], _Handler] = {
             ("POST", "/v1/messages/count_tokens"): _count_tokens,
         }
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
-        # A short poll interval: shutdown() waits up to one interval, and tests open many fakes.
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.02},
-            name="fake-anthropic",
-            daemon=True,
-        )
-        self._thread.start()
-        host, port = self._server.server_address[:2]
-        self.url = f"http://{host!s}:{port}"
+        self._listen(self._handler_class(), name="fake-anthropic")
+        self.url = self.origin
 
     # --- fault injection -----------------------------------------------------------------
 
@@ -152,22 +143,6 @@ class FakeAnthropicAPI:
             return len(self.requests)
 
     # --- lifecycle -----------------------------------------------------------------------
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeAnthropicAPI:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- serving -------------------------------------------------------------------------
 

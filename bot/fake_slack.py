@@ -39,10 +39,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
 from urllib.parse import parse_qsl, quote, urlsplit
+
+from ._loopback import LoopbackServer
 
 __all__ = [
     "FILE_DOWNLOAD",
@@ -165,7 +166,7 @@ def _parse_body(content_type: str, raw: bytes) -> dict[str, Any]:
     return dict(parse_qsl(raw.decode("utf-8", "replace"), keep_blank_values=True))
 
 
-class FakeSlackAPI:
+class FakeSlackAPI(LoopbackServer):
     """A threaded HTTP server on 127.0.0.1 (a free port) answering like the Slack Web API."""
 
     def __init__(
@@ -219,17 +220,8 @@ class FakeSlackAPI:
             "assistant.threads.setStatus": self._set_status,
             "files.info": self._files_info,
         }
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.02},  # shutdown() waits up to one interval
-            name="fake-slack",
-            daemon=True,
-        )
-        self._thread.start()
-        host, port = self._server.server_address[:2]
-        self.root = f"http://{host!s}:{port}/"
+        self._listen(self._handler_class(), name="fake-slack")
+        self.root = f"{self.origin}/"
         self.url = f"{self.root}api/"
 
     # --- seeding, inspection, fault injection --------------------------------------------
@@ -309,22 +301,6 @@ class FakeSlackAPI:
             self._faults.append(_Fault(method, n, delay=seconds))
 
     # --- lifecycle -----------------------------------------------------------------------
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeSlackAPI:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- storage -------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from context import ChanctxError, Names
 
 from .intake import SelfIdentity
 
-__all__ = ["Fixture", "FixtureError", "load_fixture"]
+__all__ = ["Fixture", "FixtureError", "load_fixture", "users_state"]
 
 
 class FixtureError(ChanctxError):
@@ -77,3 +77,30 @@ def load_fixture(path: str | Path) -> Fixture:
     except json.JSONDecodeError as error:
         raise FixtureError(f"{api_file}: not JSON ({error.msg}, line {error.lineno}).") from error
     return Fixture(path=root, envelopes=_read_events(events), slack_api=slack_api)
+
+
+def users_state(
+    people: dict[str, tuple[str, str]], *, bot_user: str, bot_name: str = "chanctx"
+) -> dict[str, Any]:
+    """``slack_api.json`` ``users``: people as ``{user_id: (real name, handle)}`` plus the bot.
+
+    Display names are first names, as people usually set them; fixture builders share this.
+    """
+    users: dict[str, Any] = {
+        user_id: {
+            "id": user_id,
+            "name": handle,
+            "real_name": real,
+            "profile": {"display_name": real.split()[0], "real_name": real},
+            "is_bot": False,
+        }
+        for user_id, (real, handle) in people.items()
+    }
+    users[bot_user] = {
+        "id": bot_user,
+        "name": bot_name,
+        "real_name": bot_name,
+        "profile": {"display_name": bot_name, "real_name": bot_name},
+        "is_bot": True,
+    }
+    return users
