@@ -259,28 +259,31 @@ def test_cold_thread_is_fetched_once_then_kept_current_from_events() -> None:
 START_SECONDS = int(ts(0).split(".")[0])
 
 
-def test_rate_limited_thread_fetch_waits_for_retry_after_and_drops_nothing() -> None:
+def old_thread_state() -> tuple[dict[str, Any], str]:
+    """Slack state with a thread from before the bot started: a root and one reply."""
     state = copy.deepcopy(STATE)
     root_ts = ts(-100)
-    state["history"] = {
-        CHANNEL: [
-            {
-                "type": "message",
-                "user": "U2",
-                "text": "Old thread",
-                "ts": root_ts,
-                "thread_ts": root_ts,
-                "reply_count": 1,
-            },
-            {
-                "type": "message",
-                "user": "U1",
-                "text": "old reply",
-                "ts": ts(-50),
-                "thread_ts": root_ts,
-            },
-        ]
+    root = {
+        "type": "message",
+        "user": "U2",
+        "text": "Old thread",
+        "ts": root_ts,
+        "thread_ts": root_ts,
+        "reply_count": 1,
     }
+    reply = {
+        "type": "message",
+        "user": "U1",
+        "text": "old reply",
+        "ts": ts(-50),
+        "thread_ts": root_ts,
+    }
+    state["history"] = {CHANNEL: [root, reply]}
+    return state, root_ts
+
+
+def test_rate_limited_thread_fetch_waits_for_retry_after_and_drops_nothing() -> None:
+    state, root_ts = old_thread_state()
     with OfflineBot(state, start_time=float(START_SECONDS)) as bot:
         bot.slack.fail_next("conversations.replies", 1, status=429, retry_after=30)
         before = bot.clock.now
@@ -369,27 +372,7 @@ def test_every_real_payload_shape_is_accepted_without_error_or_answer(
 
 
 def test_intake_is_not_blocked_while_an_answer_waits_on_slack() -> None:
-    state = copy.deepcopy(STATE)
-    root_ts = ts(-100)
-    state["history"] = {
-        CHANNEL: [
-            {
-                "type": "message",
-                "user": "U2",
-                "text": "Old thread",
-                "ts": root_ts,
-                "thread_ts": root_ts,
-                "reply_count": 1,
-            },
-            {
-                "type": "message",
-                "user": "U1",
-                "text": "old reply",
-                "ts": ts(-50),
-                "thread_ts": root_ts,
-            },
-        ]
-    }
+    state, root_ts = old_thread_state()
     with OfflineBot(state, start_time=float(START_SECONDS)) as bot:
         bot.slack.slow_next("conversations.replies", 1, seconds=3)
         for item in mention_pair(ts(10), "what happened?", thread_ts=root_ts):
