@@ -28,7 +28,7 @@ from slack_sdk import WebClient
 from slack_sdk.signature import SignatureVerifier
 
 from bench._results import write_section
-from bot.answers import Turn
+from bot.answers import Answer, Turn
 from bot.engine import BuiltContext
 from bot.fixture import load_fixture
 from bot.http_server import EventsServer
@@ -162,9 +162,9 @@ def api_calls() -> tuple[list[str], dict[str, float]]:
 
 
 class _SlowAnswer:
-    def respond(self, turn: Turn, context: BuiltContext) -> str | None:
+    def respond(self, turn: Turn, context: BuiltContext) -> Answer:
         time.sleep(ANSWER_SECONDS)
-        return "ok"
+        return Answer(text="ok")
 
 
 class _InlineRuntime(Runtime):

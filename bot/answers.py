@@ -16,7 +16,7 @@ from typing import Protocol
 
 from .engine import BuiltContext
 
-__all__ = ["AnswerRunner", "NullResponder", "Responder", "Turn", "TurnResult"]
+__all__ = ["Answer", "AnswerRunner", "NullResponder", "Responder", "ToolCall", "Turn", "TurnResult"]
 
 logger = logging.getLogger("chanctx.answers")
 
@@ -32,27 +32,47 @@ class Turn:
     assistant_thread: bool = False  # a DM assistant thread: status via setStatus
 
 
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    input: object
+    output: str
+    is_error: bool
+
+
+@dataclass
+class Answer:
+    """What a responder produced for one turn."""
+
+    text: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    # Summed over the turn's Messages API requests: input_tokens, output_tokens,
+    # cache_creation_input_tokens, cache_read_input_tokens, requests.
+    usage: dict[str, int] = field(default_factory=dict)
+
+
 @dataclass
 class TurnResult:
     turn: Turn
     context: BuiltContext | None = None
     reply: str | None = None
-    reply_ts: str | None = None
+    reply_ts: list[str] = field(default_factory=list)
     error: str | None = None
-    notes: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
 
 
 class Responder(Protocol):
-    """Produces the answer text for a turn (the Claude session, or nothing yet)."""
+    """Produces the answer for a turn (the Claude session; nothing in context-only mode)."""
 
-    def respond(self, turn: Turn, context: BuiltContext) -> str | None: ...
+    def respond(self, turn: Turn, context: BuiltContext) -> Answer: ...
 
 
 class NullResponder:
-    """Builds the context and posts nothing: the Claude session plugs in here."""
+    """Builds the context and answers nothing: context-only mode (``--no-claude``)."""
 
-    def respond(self, turn: Turn, context: BuiltContext) -> str | None:
-        return None
+    def respond(self, turn: Turn, context: BuiltContext) -> Answer:
+        return Answer(text=None)
 
 
 Work = Callable[[Turn], TurnResult]

@@ -220,8 +220,42 @@ class ContextEngine:
 
     # -- building ---------------------------------------------------------------------------
 
-    def context_for(self, channel: str, ts: str) -> BuiltContext | None:
+    def thread(
+        self, channel: str, thread_ts: str
+    ) -> tuple[Message | None, list[Message], list[str]]:
+        """A whole thread (root, replies oldest first, notes), fetched once if never seen."""
+        notes: list[str] = []
+        self._complete_thread(channel, thread_ts, notes)
+        with self._lock:
+            return (
+                self.history.get(channel, thread_ts),
+                self.history.replies(channel, thread_ts),
+                notes,
+            )
+
+    def channel_messages(self, channel: str) -> list[Message]:
+        """Every known message of a channel (what the search tool scans)."""
+        self._warm_channel(channel)
+        with self._lock:
+            return self.history.messages(channel)
+
+    def message(self, channel: str, ts: str) -> Message | None:
+        with self._lock:
+            return self.history.get(channel, ts)
+
+    def replies_since(self, channel: str, thread_ts: str, after_ts: str | None) -> list[Message]:
+        """Replies in a thread newer than ``after_ts``: what others said since our last turn."""
+        with self._lock:
+            replies = self.history.replies(channel, thread_ts)
+        if after_ts is None:
+            return replies
+        return [r for r in replies if float(r.ts) > float(after_ts)]
+
+    def context_for(
+        self, channel: str, ts: str, *, settings: ContextSettings | None = None
+    ) -> BuiltContext | None:
         """Snapshot + thread context for the message at (channel, ts)."""
+        settings = settings or self.settings
         notes: list[str] = []
         self._warm_channel(channel)
         anchor = self._anchor(channel, ts)
@@ -239,8 +273,8 @@ class ContextEngine:
             anchor,
             timeline,
             channel_name=self.names.channels.get(channel, channel),
-            window=self.settings.window,
-            budget_tokens=self.settings.snapshot_budget,
+            window=settings.window,
+            budget_tokens=settings.snapshot_budget,
             counter=self.counter,
             names=self.names,
             replies_of=lambda thread_ts: self._replies(channel, thread_ts),
@@ -252,7 +286,7 @@ class ContextEngine:
             thread = build_thread_context(
                 root,
                 replies,
-                budget_tokens=self.settings.thread_budget,
+                budget_tokens=settings.thread_budget,
                 counter=self.counter,
                 names=self.names,
             )

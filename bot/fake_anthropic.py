@@ -12,6 +12,8 @@ by ``(method, path)``, so ``POST /v1/messages`` can be added as one more handler
 
 Answers:
 
+* ``POST /v1/messages``: the cassette's next response, else the offline model
+  (``bot.fake_claude``), with ``usage`` from a simulated prompt cache;
 * ``POST /v1/messages/count_tokens``: ``{"input_tokens": FRAME_TOKENS + n}`` where ``n`` is the
   offline estimate (``default_counter("claude-opus-4-8")``) of all text in the messages and the
   system prompt, concatenated;
@@ -25,7 +27,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
@@ -34,6 +36,7 @@ from typing import Any, Final
 from context.tokens import default_counter
 
 from ._loopback import LoopbackServer
+from .fake_claude import MessagesEndpoint
 
 __all__ = ["FRAME_TOKENS", "FakeAnthropicAPI", "Fault", "RecordedRequest"]
 
@@ -110,12 +113,21 @@ def _count_tokens(body: Any) -> _Reply:
 class FakeAnthropicAPI(LoopbackServer):
     """A threaded HTTP server on 127.0.0.1 (a free port) answering like the Anthropic API."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        cassette: Sequence[dict[str, Any]] = (),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """``cassette``: Messages API response bodies served in order to ``POST /v1/messages``;
+        after them (or without one) the offline model answers. ``clock`` times the prompt cache."""
         self.requests: list[RecordedRequest] = []
+        self.messages = MessagesEndpoint(cassette, clock=clock)
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
         self._routes: dict[tuple[str, str], _Handler] = {
             ("POST", "/v1/messages/count_tokens"): _count_tokens,
+            ("POST", "/v1/messages"): lambda body: _Reply(*self.messages(body)),
         }
         self._listen(self._handler_class(), name="fake-anthropic")
         self.url = self.origin

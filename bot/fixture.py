@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ class Fixture:
     path: Path
     envelopes: list[dict[str, Any]]
     slack_api: dict[str, Any]
+    cassette: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def me(self) -> SelfIdentity:
@@ -76,7 +77,28 @@ def load_fixture(path: str | Path) -> Fixture:
         slack_api = json.loads(api_file.read_text(encoding="utf-8")) if api_file.is_file() else {}
     except json.JSONDecodeError as error:
         raise FixtureError(f"{api_file}: not JSON ({error.msg}, line {error.lineno}).") from error
-    return Fixture(path=root, envelopes=_read_events(events), slack_api=slack_api)
+    cassette_file = root / "claude.jsonl"
+    cassette = (
+        _read_jsonl(cassette_file, "a Messages API response") if cassette_file.is_file() else []
+    )
+    return Fixture(
+        path=root, envelopes=_read_events(events), slack_api=slack_api, cassette=cassette
+    )
+
+
+def _read_jsonl(path: Path, what: str) -> list[dict[str, Any]]:
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise FixtureError(f"{path}:{number}: not JSON ({error.msg}).") from error
+        if not isinstance(row, dict):
+            raise FixtureError(f"{path}:{number}: not {what} (expected a JSON object).")
+        rows.append(row)
+    return rows
 
 
 def users_state(

@@ -7,29 +7,37 @@ Slack itself is replaced, by ``FakeSlackAPI`` on 127.0.0.1. Time is virtual (``R
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
+import anthropic
 from slack_bolt import App, BoltResponse
 from slack_bolt.request import BoltRequest
 from slack_sdk import WebClient
 
 from cache import RateLimiter, ThreadReplyCache
 from context import default_counter
+from manifest_store import SessionStore
 
 from .answers import NullResponder, Responder
 from .app import build_app
 from .engine import ContextEngine, ContextSettings
+from .fake_anthropic import FakeAnthropicAPI
 from .fake_slack import FakeSlackAPI
 from .intake import SelfIdentity
+from .recipe_runner import RecipeRunner
 from .runtime import Runtime
+from .session import ClaudeResponder, SessionSettings
 from .slack_api import SlackFetcher
 
 __all__ = ["OfflineBot", "ReplayClock"]
 
-# Never a real token: the fake only checks its shape.
+# Never real credentials: the fakes only check their shape.
 OFFLINE_BOT_TOKEN = "xoxb-offline-not-a-secret"
+OFFLINE_API_KEY = "offline-not-a-key"
 
 
 @dataclass
@@ -59,7 +67,14 @@ class OfflineBot:
         start_time: float = 0.0,
         limiter: RateLimiter | None = None,
         runtime_class: type[Runtime] = Runtime,
+        claude: bool = False,
+        cassette: Sequence[dict[str, Any]] = (),
+        data_dir: Path | None = None,
+        session_settings: SessionSettings | None = None,
+        recipe: RecipeRunner | None = None,
     ) -> None:
+        """``claude=True`` answers with a real Claude session against the fake Anthropic API
+        (the ``cassette``'s responses, then the offline model); sessions live in ``data_dir``."""
         self.clock = ReplayClock(start_time)
         self.slack = FakeSlackAPI(state or {}, clock=self.clock)
         self.client = WebClient(token=OFFLINE_BOT_TOKEN, base_url=self.slack.url)
@@ -78,6 +93,26 @@ class OfflineBot:
             slack=self.fetcher,
             threads=ThreadReplyCache(self.fetcher, clock=self.clock),
         )
+        self.anthropic: FakeAnthropicAPI | None = None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.data_dir = data_dir
+        if claude and responder is None:
+            self.anthropic = FakeAnthropicAPI(cassette=cassette, clock=self.clock)
+            if data_dir is None:
+                self._tmp = tempfile.TemporaryDirectory(prefix="chanctx-replay-")
+                self.data_dir = Path(self._tmp.name)
+            assert self.data_dir is not None
+            responder = ClaudeResponder(
+                anthropic.Anthropic(
+                    api_key=OFFLINE_API_KEY, base_url=self.anthropic.url, max_retries=2
+                ),
+                engine=self.engine,
+                store=SessionStore(self.data_dir),
+                team=str(auth.get("team_id", "")),
+                recipe=recipe,
+                settings=session_settings,
+                clock=self.clock,
+            )
         self.runtime = runtime_class(
             engine=self.engine,
             client=self.client,
@@ -100,6 +135,10 @@ class OfflineBot:
     def close(self) -> None:
         self.runtime.runner.close()
         self.slack.close()
+        if self.anthropic is not None:
+            self.anthropic.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
 
     def __enter__(self) -> OfflineBot:
         return self

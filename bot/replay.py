@@ -8,12 +8,15 @@ the same report byte for byte.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from .answers import Responder, TurnResult
 from .engine import ContextSettings
 from .fixture import Fixture
 from .offline import OfflineBot
+from .recipe_runner import RecipeRunner
+from .session import SessionSettings
 
 __all__ = ["ReplayOptions", "replay"]
 
@@ -23,6 +26,10 @@ class ReplayOptions:
     settings: ContextSettings = field(default_factory=ContextSettings)
     model: str | None = None
     overflow: Literal["queue", "degrade"] = "queue"
+    claude: bool = True  # False: context only, nothing answered (``--no-claude``)
+    session: SessionSettings | None = None
+    data_dir: Path | None = None  # keep the session logs here (default: a temporary directory)
+    recipe: RecipeRunner | None = None
 
 
 def turn_report(result: TurnResult) -> dict[str, Any]:
@@ -44,7 +51,10 @@ def turn_report(result: TurnResult) -> dict[str, Any]:
         "thread_ts": result.turn.thread_ts,
         "anchor_ts": result.turn.anchor_ts,
         "context": context,
-        "tool_calls": [],
+        "tool_calls": [
+            {"name": c.name, "input": c.input, "output": c.output, "is_error": c.is_error}
+            for c in result.tool_calls
+        ],
         "reply": result.reply,
         "error": result.error,
     }
@@ -63,6 +73,11 @@ def replay(
         overflow=options.overflow,
         responder=responder,
         start_time=start,
+        claude=options.claude,
+        cassette=fixture.cassette,
+        data_dir=options.data_dir,
+        session_settings=options.session,
+        recipe=options.recipe,
     ) as bot:
         for envelope in fixture.envelopes:
             bot.dispatch(envelope)
@@ -72,10 +87,16 @@ def replay(
             "events": len(fixture.envelopes),
             "turns": [turn_report(result) for result in results],
             "slack_api_calls": dict(sorted(bot.slack.call_counts().items())),
-            "claude": {
-                "requests": 0,
-                "input_tokens": 0,
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": 0,
-            },
+            "claude": _claude_totals(results),
         }
+
+
+def _claude_totals(results: list[TurnResult]) -> dict[str, int]:
+    names = (
+        "requests",
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+    )
+    return {name: sum(r.usage.get(name, 0) for r in results) for name in names}

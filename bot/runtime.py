@@ -19,6 +19,7 @@ from slack_sdk.errors import SlackApiError
 
 from .answers import AnswerRunner, NullResponder, Responder, Turn, TurnResult
 from .engine import ContextEngine
+from .mrkdwn import split_for_slack, to_mrkdwn
 
 __all__ = ["Runtime"]
 
@@ -84,12 +85,19 @@ class Runtime:
             if result.context is None:
                 result.error = "the mentioned message is not in the channel history"
                 return result
-            result.reply = self.responder.respond(turn, result.context)
-            if result.reply:
-                posted = self.client.chat_postMessage(
-                    channel=turn.channel, thread_ts=turn.thread_ts, text=result.reply
-                )
-                result.reply_ts = posted.get("ts")
+            answer = self.responder.respond(turn, result.context)
+            result.reply, result.tool_calls, result.usage = (
+                answer.text,
+                answer.tool_calls,
+                answer.usage,
+            )
+            if answer.text:
+                # Long answers go out as several messages, split where a reader would split.
+                for chunk in split_for_slack(to_mrkdwn(answer.text)):
+                    posted = self.client.chat_postMessage(
+                        channel=turn.channel, thread_ts=turn.thread_ts, text=chunk
+                    )
+                    result.reply_ts.append(str(posted.get("ts")))
         except Exception as error:
             logger.exception("answer failed in %s/%s", turn.channel, turn.thread_ts)
             result.error = f"{type(error).__name__}: {error}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from context import ChannelSnapshot, ThreadContext
@@ -70,13 +71,26 @@ def render_transcript(report: dict[str, Any]) -> str:
         )
         lines.append(f"  > {anchor.text}")
         lines.extend(_context_lines(context))
+        for call in turn.get("tool_calls", []):
+            flag = " (error)" if call["is_error"] else ""
+            lines.append(
+                f"  Tool {call['name']}{flag}: {json.dumps(call['input'], sort_keys=True)}"
+            )
+            lines.append(f"    -> {len(call['output'])} characters")
         if turn["reply"]:
             lines.append("  Reply:")
             lines.extend(f"    {line}" for line in turn["reply"].splitlines())
         else:
-            lines.append("  Reply: none (no Claude session is configured in this build)")
+            lines.append("  Reply: none (context only)")
         if turn["error"]:
             lines.append(f"  Error: {turn['error']}")
     spent = ", ".join(f"{method} x{n}" for method, n in calls.items()) or "none"
     lines.append(f"\nSlack Web API calls: {spent}")
+    claude = report["claude"]
+    if claude.get("requests"):
+        lines.append(
+            f"Claude: {claude['requests']} requests; input tokens {claude['input_tokens']} uncached, "
+            f"{claude['cache_creation_input_tokens']} written to and {claude['cache_read_input_tokens']} "
+            "read from the prompt cache"
+        )
     return "\n".join(lines)

@@ -436,6 +436,17 @@ class ChannelHistory:
         out.reverse()
         return out
 
+    def messages(self, channel: str) -> list[Message]:
+        """Every message of the channel, top-level and replies, oldest to newest; no tombstones.
+
+        What a search over the channel scans.
+        """
+        ch = self._channel(channel)
+        if ch is None:
+            return []
+        found = (ch.messages[k] for k in islice(ch.keys, ch.head, None))
+        return [m for m in found if not m.deleted]
+
     def replies(self, channel: str, thread_ts: str) -> list[Message]:
         """The known replies of a thread (not the root), oldest to newest."""
         ch = self._channel(channel)

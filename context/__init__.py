@@ -5,7 +5,7 @@ Nothing in this package does I/O or knows Slack's payloads or the Anthropic SDK.
 
 from __future__ import annotations
 
-from ._errors import BudgetError, ChanctxError, InvalidTimestamp
+from ._errors import BudgetError, ChanctxError, InvalidTimestamp, RecipeError
 from ._message import FileRef, Message, Reaction
 from ._render import Names
 from ._slack_text import render_slack_text
@@ -32,6 +32,24 @@ from ._wire import (
     Truncation,
     wire_json,
 )
+from .recipe import (
+    ChannelSnapshotSource,
+    ComputedCache,
+    ComputedFileSource,
+    FileSource,
+    Fitted,
+    Generator,
+    JournalSource,
+    Recipe,
+    Source,
+    SourceContent,
+    TextBlock,
+    ThreadContextSource,
+    default_recipe,
+    expand,
+    fit_sources,
+    parse_recipe,
+)
 from .tokens import TokenCounter, default_counter
 
 __all__ = [
@@ -45,14 +63,27 @@ __all__ = [
     "ChanctxError",
     "ChannelRef",
     "ChannelSnapshot",
+    "ChannelSnapshotSource",
+    "ComputedCache",
+    "ComputedFileSource",
     "FileRef",
+    "FileSource",
+    "Fitted",
+    "Generator",
     "InvalidTimestamp",
+    "JournalSource",
     "MediaRef",
     "Message",
     "Names",
     "Reaction",
+    "Recipe",
+    "RecipeError",
+    "Source",
+    "SourceContent",
+    "TextBlock",
     "ThreadActivity",
     "ThreadContext",
+    "ThreadContextSource",
     "ThreadReply",
     "ThreadRoot",
     "TokenCounter",
@@ -60,7 +91,11 @@ __all__ = [
     "build_channel_snapshot",
     "build_thread_context",
     "default_counter",
+    "default_recipe",
+    "expand",
+    "fit_sources",
     "iso_from_ts",
+    "parse_recipe",
     "reaction_labels",
     "render_slack_text",
     "snippet",

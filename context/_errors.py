@@ -3,11 +3,12 @@
 * ChanctxError          -- base of every error chanctx raises on purpose
   + InvalidTimestamp    -- a Slack ts that is not "<seconds>.<micros>"
   + BudgetError         -- a budget that cannot be honoured (negative, absurd)
+  + RecipeError         -- an invalid context.yaml, or a recipe source that failed to load
 """
 
 from __future__ import annotations
 
-__all__ = ["BudgetError", "ChanctxError", "InvalidTimestamp"]
+__all__ = ["BudgetError", "ChanctxError", "InvalidTimestamp", "RecipeError"]
 
 
 class ChanctxError(Exception):
@@ -22,3 +23,15 @@ class InvalidTimestamp(ChanctxError, ValueError):
 
 class BudgetError(ChanctxError, ValueError):
     pass
+
+
+class RecipeError(ChanctxError, ValueError):
+    """An invalid context.yaml, or a source with ``on_missing: error`` that could not be loaded.
+
+    The message names the file, the source's index and the field; ``problems`` holds one line per
+    problem when validation found several.
+    """
+
+    def __init__(self, message: str, *, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems: tuple[str, ...] = tuple(problems) if problems else (message,)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.answers import Turn
+from bot.answers import Answer, Turn
 from bot.engine import BuiltContext
 from bot.offline import OfflineBot
 
@@ -328,10 +328,10 @@ class _Blocking:
         self.started = threading.Event()
         self.release = threading.Event()
 
-    def respond(self, turn: Turn, context: BuiltContext) -> str | None:
+    def respond(self, turn: Turn, context: BuiltContext) -> Answer:
         self.started.set()
         self.release.wait(10)
-        return "done"
+        return Answer(text="done")
 
 
 def test_events_keep_flowing_while_an_answer_is_in_progress() -> None:

@@ -519,3 +519,16 @@ def test_bounded_history_without_deletes_keeps_the_newest(
     newest = sorted(ref.msgs)[-bound:]
     assert [ts_key(m.ts) for m in h.timeline("C1")] == [k for k in newest if ref.msgs[k].in_channel]
     assert h.count("C1") == len(newest)
+
+
+def test_messages_lists_top_level_and_replies_in_order_without_tombstones() -> None:
+    history = ChannelHistory()
+    root = Message(channel="C1", ts="100.000001", thread_ts="100.000001", text="root")
+    reply = Message(channel="C1", ts="101.000001", thread_ts="100.000001", text="reply")
+    other = Message(channel="C1", ts="99.000001", text="before")
+    for message in (reply, root, other):
+        history.record(message)
+    assert [m.text for m in history.messages("C1")] == ["before", "root", "reply"]
+    history.delete("C1", "100.000001")  # the root has a reply: it becomes a tombstone
+    assert [m.text for m in history.messages("C1")] == ["before", "reply"]
+    assert history.messages("C9") == []

@@ -1,0 +1,36 @@
+"""The tools' view of one channel, over the engine's caches (and Slack, when a thread is unseen)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from context import Message
+from tools import ThreadLookup
+
+from .engine import ContextEngine
+
+__all__ = ["EngineView"]
+
+
+class EngineView:
+    """Bound to one channel at creation: there is no argument that could name another."""
+
+    def __init__(
+        self, engine: ContextEngine, channel: str, *, hidden: Collection[str] = ()
+    ) -> None:
+        self._engine = engine
+        self.channel = channel
+        # Left out of search (the question being answered is already in the context), but
+        # still fetchable by id.
+        self._hidden = frozenset(hidden)
+
+    def messages(self) -> Sequence[Message]:
+        found = self._engine.channel_messages(self.channel)
+        return [m for m in found if m.ts not in self._hidden] if self._hidden else found
+
+    def get(self, ts: str) -> Message | None:
+        return self._engine.message(self.channel, ts)
+
+    def thread(self, thread_ts: str) -> ThreadLookup:
+        root, replies, notes = self._engine.thread(self.channel, thread_ts)
+        return ThreadLookup(root=root, replies=replies, note=" ".join(notes) or None)

@@ -1,0 +1,217 @@
+"""``POST /v1/messages`` for the fake Anthropic API: a cassette or the offline model.
+
+Either way the answer's ``usage`` is estimated the same way, by simulating prompt caching from
+the ``cache_control`` breakpoints the request carries: the longest prefix ending at a breakpoint
+that an earlier request wrote is read from the cache; the rest up to the last breakpoint is
+written; everything after it is plain input. That makes the replay report's
+``cache_read_input_tokens`` say how much of the context package was re-sent from the cache.
+
+The offline model is deterministic and makes no network call: asked a question, it calls
+``channel_context`` with it, then answers with the best messages the tool found, cited and
+marked as offline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from context.tokens import TokenCounter, default_counter
+
+__all__ = ["OFFLINE_MARK", "MessagesEndpoint", "PromptCacheSim"]
+
+OFFLINE_MARK = "_(offline model: no Claude call was made)_"
+_CACHE_TTL = 300.0  # Anthropic's default ephemeral cache lifetime
+_MIN_CACHEABLE = 1024  # prefixes shorter than this are not cached (most models)
+_MENTION = re.compile(r"<@[A-Z0-9]+>|@chanctx\b")
+
+
+def _segments(body: dict[str, Any]) -> list[tuple[str, bool]]:
+    """The request in cache order (tools, system, messages) as (canonical JSON, breakpoint)."""
+    out: list[tuple[str, bool]] = []
+    for tool in body.get("tools") or []:
+        out.append((json.dumps(tool, sort_keys=True), "cache_control" in tool))
+    system = body.get("system") or []
+    for block in [{"type": "text", "text": system}] if isinstance(system, str) else system:
+        out.append((json.dumps(block, sort_keys=True), "cache_control" in block))
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        for block in blocks:
+            out.append(
+                (
+                    message.get("role", "") + json.dumps(block, sort_keys=True),
+                    "cache_control" in block,
+                )
+            )
+    return out
+
+
+@dataclass
+class PromptCacheSim:
+    counter: TokenCounter = field(default_factory=default_counter)
+    clock: Callable[[], float] = time.monotonic
+    min_cacheable: int = _MIN_CACHEABLE
+    _entries: dict[str, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def usage(self, body: dict[str, Any]) -> dict[str, int]:
+        segments = _segments(body)
+        tokens = [self.counter.count(text) for text, _ in segments]
+        total = sum(tokens)
+        prefix_tokens, digest, breakpoints = 0, hashlib.sha256(), []
+        for (text, is_break), count in zip(segments, tokens, strict=True):
+            digest.update(text.encode())
+            prefix_tokens += count
+            if is_break:
+                breakpoints.append((digest.hexdigest(), prefix_tokens))
+        now = self.clock()
+        with self._lock:
+            read = 0
+            for key, size in breakpoints:
+                if self._entries.get(key, -1.0) > now:
+                    read = size
+                    self._entries[key] = now + _CACHE_TTL  # a read refreshes the lifetime
+            written = 0
+            for key, size in breakpoints:
+                if size > read and size >= self.min_cacheable:
+                    self._entries[key] = now + _CACHE_TTL
+                    written = size - read
+        return {
+            "input_tokens": total - read - written,
+            "cache_creation_input_tokens": written,
+            "cache_read_input_tokens": read,
+        }
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
+    )
+
+
+def _question(messages: Sequence[dict[str, Any]]) -> str:
+    """The newest question: the last text block of the last user message that has text."""
+    for message in reversed(messages):
+        if message.get("role") != "user" or isinstance(message.get("content"), str):
+            text = _text_of(message.get("content"))
+        else:
+            texts = [
+                b.get("text", "") for b in message.get("content", []) if b.get("type") == "text"
+            ]
+            text = texts[-1] if texts else ""
+        if message.get("role") == "user" and text.strip():
+            line = text.strip().splitlines()[-1]
+            return _MENTION.sub(
+                "", line.split(": ", 1)[-1] if line.startswith("[") else line
+            ).strip()
+    return ""
+
+
+def _answer_from_tool(result_text: str, question: str) -> str:
+    try:
+        found = json.loads(result_text)
+    except json.JSONDecodeError:
+        found = {}
+    results = found.get("results") or [] if isinstance(found, dict) else []
+    if not results:
+        return f"I could not find anything in this channel about “{question}”.\n{OFFLINE_MARK}"
+    lines = [f"Here is what this channel says about “{question}”:"]
+    for result in results[:3]:
+        author = (result.get("author") or {}).get("display_name", "someone")
+        text = " ".join(str(result.get("text", "")).split())
+        lines.append(f"• {author} ({result.get('ts', '')}): {text[:280]}")
+    lines.append(OFFLINE_MARK)
+    return "\n".join(lines)
+
+
+class OfflineModel:
+    """Deterministic stand-in for Claude: search with the question, answer with what was found."""
+
+    def respond(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+        messages = body.get("messages") or []
+        last = messages[-1] if messages else {}
+        content = last.get("content")
+        blocks: list[Any] = content if isinstance(content, list) else []
+        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+        question = _question(messages[:-1] if results else messages)
+        if "summarize" in _text_of(body.get("system")).lower():
+            summary = " ".join(_text_of(m.get("content")).split(". ")[0] for m in messages)[:1200]
+            return [{"type": "text", "text": f"Summary: {summary}"}], "end_turn"
+        if results:
+            content = results[-1].get("content")
+            return [
+                {"type": "text", "text": _answer_from_tool(_text_of(content), question)}
+            ], "end_turn"
+        tools = {t.get("name") for t in body.get("tools") or []}
+        if "channel_context" in tools and question:
+            call = {
+                "type": "tool_use",
+                "id": f"toolu_offline_{hashlib.sha256(question.encode()).hexdigest()[:12]}",
+                "name": "channel_context",
+                "input": {"intent": question, "max_results": 5},
+            }
+            return [call], "tool_use"
+        return [
+            {"type": "text", "text": f"I have no tools to look this up.\n{OFFLINE_MARK}"}
+        ], "end_turn"
+
+
+class MessagesEndpoint:
+    """Answers ``POST /v1/messages`` bodies: from ``cassette`` in order, then the offline model."""
+
+    def __init__(
+        self,
+        cassette: Sequence[dict[str, Any]] = (),
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        self._cassette = list(cassette)
+        self._served = 0
+        self._model = OfflineModel()
+        self.cache = PromptCacheSim(counter=counter or default_counter(), clock=clock)
+        self._lock = threading.Lock()
+
+    def __call__(self, body: Any) -> tuple[int, dict[str, Any]]:
+        if (
+            not isinstance(body, dict)
+            or not body.get("model")
+            or not isinstance(body.get("messages"), list)
+        ):
+            return 400, {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "messages: 'model' and a 'messages' list are required",
+                },
+            }
+        with self._lock:
+            self._served += 1
+            number = self._served
+            recorded = self._cassette.pop(0) if self._cassette else None
+        usage = self.cache.usage(body)
+        if recorded is not None:
+            response = dict(recorded)
+        else:
+            content, stop = self._model.respond(body)
+            response = {
+                "id": f"msg_offline_{number:04d}",
+                "type": "message",
+                "role": "assistant",
+                "model": body["model"],
+                "content": content,
+                "stop_reason": stop,
+                "stop_sequence": None,
+            }
+        output = sum(self.cache.counter.count(json.dumps(b)) for b in response.get("content", []))
+        response["usage"] = {**usage, "output_tokens": output}
+        return 200, response

@@ -1,0 +1,420 @@
+"""One Claude session per Slack thread, on the Messages API.
+
+First turn: the system prompt (seed 003's CHANNEL CONTEXT) and the recipe's blocks, then the
+ChannelSnapshot and ThreadContext JSON as content blocks, attached once. Later turns send only
+what is new: the replies others posted in the thread since our last answer, and the question.
+The Messages API is stateless, so the earlier turns are sent again, but behind ``cache_control``
+breakpoints (tools, system, the context package, the conversation so far) they are read from
+the prompt cache instead of paid for again.
+
+Every turn is appended to the session's log (``manifest_store``) only once it has succeeded, so
+a failed call loses nothing: the unanswered question reaches the next turn as thread delta.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import anthropic
+
+from context import Message, Names, TokenCounter, default_counter, render_slack_text, wire_json
+from manifest_store import (
+    CompactionEntry,
+    CustomEntry,
+    MessageEntry,
+    SessionKey,
+    SessionLog,
+    SessionStarted,
+    SessionStore,
+    needs_compaction,
+    rebuild,
+    summarize_request,
+    trim,
+)
+from tools import ChannelTools
+
+from .answers import Answer, ToolCall, Turn
+from .channel_view import EngineView
+from .engine import BuiltContext, ContextEngine
+from .prompt import CONTEXT_HEADER, system_prompt
+from .recipe_runner import RecipeRunner
+
+__all__ = ["DEFAULT_MODEL", "ClaudeResponder", "SessionSettings"]
+
+logger = logging.getLogger("chanctx.session")
+
+DEFAULT_MODEL = "claude-sonnet-5"
+_CACHE = {"type": "ephemeral"}
+_THREAD_PREFIX = "ThreadContext (JSON):\n"
+_LAST_SEEN = "chanctx:last-seen"
+_ATTACHED = "chanctx:context-attached"
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    model: str = DEFAULT_MODEL
+    max_tokens: int = 2_048
+    max_tool_iterations: int = 6
+    context_window: int = 200_000
+    compaction: Literal["trim", "summarize", "off"] = "trim"
+    compaction_threshold: float = 0.8
+    keep_turns: int = 3
+    tool_output_budget: int = 4_000
+
+
+@dataclass
+class _Session:
+    key: SessionKey
+    log: SessionLog
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    turn: int = 0
+    context_attached: bool = False
+    last_seen_ts: str | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _usage_sum(total: dict[str, int], usage: Any) -> None:
+    for name in (
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+    ):
+        total[name] = total.get(name, 0) + int(getattr(usage, name, 0) or 0)
+    total["requests"] = total.get("requests", 0) + 1
+
+
+def _with_breakpoints(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Copies of ``messages`` with cache breakpoints: the end of the context package, and the
+    end of the conversation so far. Stored messages never carry markers (at most 4 per request)."""
+    marked = copy.deepcopy(messages)
+    package = next((m for m in marked if m["role"] == "user" and _package_end(m) is not None), None)
+    if package is not None:
+        index = _package_end(package)
+        assert index is not None
+        package["content"][index]["cache_control"] = _CACHE
+    last = marked[-1]["content"]
+    if isinstance(last, list) and last:
+        last[-1]["cache_control"] = _CACHE
+    return marked
+
+
+def _package_end(message: dict[str, Any]) -> int | None:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return None
+    found = None
+    for index, block in enumerate(content):
+        text = block.get("text", "") if block.get("type") == "text" else ""
+        if text.startswith(CONTEXT_HEADER) or text.startswith(_THREAD_PREFIX):
+            found = index
+    return found
+
+
+class ClaudeResponder:
+    """The Responder that answers with Claude; one session per Slack thread."""
+
+    def __init__(
+        self,
+        client: anthropic.Anthropic,
+        *,
+        engine: ContextEngine,
+        store: SessionStore,
+        team: str,
+        recipe: RecipeRunner | None = None,
+        settings: SessionSettings | None = None,
+        counter: TokenCounter | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        self.engine = engine
+        self.store = store
+        self.team = team or "T0"
+        self.recipe = recipe
+        self.settings = settings or SessionSettings()
+        self.counter = counter or default_counter(self.settings.model)
+        self.clock = clock
+        self._sessions: dict[SessionKey, _Session] = {}
+        self._guard = threading.Lock()
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def _session(self, turn: Turn) -> _Session:
+        key = SessionKey(team=self.team, channel=turn.channel, thread_ts=turn.thread_ts)
+        with self._guard:
+            if key in self._sessions:
+                return self._sessions[key]
+            session = _Session(key=key, log=self.store.open(key))
+            entries = session.log.entries()
+            if entries:  # a restarted bot resumes where the log ends
+                self._load(session)
+            else:
+                session.log.append(
+                    SessionStarted(
+                        at=self.clock(),
+                        session_id=f"{key.channel}-{key.thread_ts}",
+                        model=self.settings.model,
+                        team=key.team,
+                        channel=key.channel,
+                        thread_ts=key.thread_ts,
+                    )
+                )
+            self._sessions[key] = session
+            return session
+
+    def _load(self, session: _Session) -> None:
+        state = rebuild(session.log.entries())
+        session.messages = state.messages
+        session.turn = state.turn
+        session.context_attached = state.context_attached_turn is not None
+        session.last_seen_ts = (state.custom.get(_LAST_SEEN) or {}).get("ts")
+
+    # -- one turn ---------------------------------------------------------------------------
+
+    def respond(self, turn: Turn, context: BuiltContext) -> Answer:
+        session = self._session(turn)
+        with session.lock:
+            return self._respond(session, turn, context)
+
+    def _respond(self, session: _Session, turn: Turn, context: BuiltContext) -> Answer:
+        fitted = (
+            self.recipe.assemble(
+                run_id=session.key.thread_ts, channel=turn.channel, thread_ts=turn.thread_ts
+            )
+            if self.recipe
+            else None
+        )
+        system: list[dict[str, Any]] = [
+            {"type": "text", "text": system_prompt(bot_user=self.engine.me.user_id)}
+        ]
+        if fitted is not None:
+            system += [
+                {"type": "text", "text": block.text}
+                for block in fitted.blocks
+                if block.text.strip()
+            ]
+        system[-1]["cache_control"] = _CACHE
+
+        blocks: list[dict[str, Any]] = []
+        attaching = not session.context_attached
+        if attaching:
+            context = self._fresh_context(turn, context, fitted)
+            blocks += self._package(context, fitted)
+        else:
+            blocks += self._delta(turn, session)
+        blocks.append({"type": "text", "text": self._question(context)})
+        request_messages = [*session.messages, {"role": "user", "content": blocks}]
+
+        tools = ChannelTools(
+            EngineView(self.engine, turn.channel, hidden={turn.anchor_ts}),
+            names=self.engine.names,
+            counter=self.counter,
+            output_budget_tokens=self.settings.tool_output_budget,
+            now=self.clock,
+        )
+        definitions = tools.definitions()
+        definitions[-1] = {**definitions[-1], "cache_control": _CACHE}
+
+        usage: dict[str, int] = {}
+        calls: list[ToolCall] = []
+        new_messages: list[dict[str, Any]] = [request_messages[-1]]
+        last_usage: Any = None
+        for iteration in range(self.settings.max_tool_iterations + 1):
+            final = iteration == self.settings.max_tool_iterations
+            request: dict[str, Any] = {
+                "model": self.settings.model,
+                "max_tokens": self.settings.max_tokens,
+                "system": system,
+                "tools": definitions,
+                "messages": _with_breakpoints(request_messages),
+            }
+            if final:  # after the last allowed round of tools, ask for the answer itself
+                request["tool_choice"] = {"type": "none"}
+            response = self._create(request)
+            _usage_sum(usage, response.usage)
+            last_usage = response.usage
+            assistant = {
+                "role": "assistant",
+                "content": [b.model_dump(exclude_none=True) for b in response.content],
+            }
+            request_messages.append(assistant)
+            new_messages.append(assistant)
+            if response.stop_reason != "tool_use" or final:
+                break
+            results = []
+            for block in response.content:
+                if block.type == "tool_use":
+                    outcome = tools.call(block.name, block.input)
+                    calls.append(
+                        ToolCall(block.name, block.input, outcome.content, outcome.is_error)
+                    )
+                    results.append(
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": block.id,
+                            "content": outcome.content,
+                            "is_error": outcome.is_error,
+                        }
+                    )
+            tool_message = {"role": "user", "content": results}
+            request_messages.append(tool_message)
+            new_messages.append(tool_message)
+
+        text = "\n".join(
+            b["text"] for b in request_messages[-1]["content"] if b.get("type") == "text"
+        ).strip()
+        self._commit(session, turn, new_messages, attaching, usage)
+        self._maybe_compact(session, last_usage)
+        return Answer(text=text or None, tool_calls=calls, usage=usage)
+
+    def _create(self, request: dict[str, Any]) -> anthropic.types.Message:
+        # Plain dicts are what is logged and replayed; the SDK's TypedDicts describe the same.
+        create: Callable[..., anthropic.types.Message] = self.client.messages.create
+        return create(**request)
+
+    # -- the parts of a user message ------------------------------------------------------
+
+    def _fresh_context(self, turn: Turn, context: BuiltContext, fitted: Any) -> BuiltContext:
+        """Rebuild with the recipe's budgets when they differ from the engine's defaults."""
+        if fitted is None:
+            return context
+        settings = replace(
+            self.engine.settings,
+            snapshot_budget=fitted.snapshot_budget or self.engine.settings.snapshot_budget,
+            thread_budget=fitted.thread_budget or self.engine.settings.thread_budget,
+        )
+        if settings == self.engine.settings:
+            return context
+        return self.engine.context_for(turn.channel, turn.anchor_ts, settings=settings) or context
+
+    def _package(self, context: BuiltContext, fitted: Any) -> list[dict[str, Any]]:
+        with_snapshot = fitted is None or fitted.snapshot_budget is not None
+        with_thread = fitted is None or fitted.thread_budget is not None
+        head = CONTEXT_HEADER
+        if context.notes:
+            head += "\nNotes: " + " ".join(context.notes)
+        blocks = [
+            {
+                "type": "text",
+                "text": head
+                + (
+                    "\nChannelSnapshot (JSON):\n" + wire_json(context.snapshot)
+                    if with_snapshot
+                    else ""
+                ),
+            }
+        ]
+        if with_thread and context.thread is not None:
+            blocks.append({"type": "text", "text": _THREAD_PREFIX + wire_json(context.thread)})
+        return blocks
+
+    def _delta(self, turn: Turn, session: _Session) -> list[dict[str, Any]]:
+        """The replies others posted in this thread since our last turn, one line each."""
+        newer = [
+            m
+            for m in self.engine.replies_since(turn.channel, turn.thread_ts, session.last_seen_ts)
+            if not m.is_self and m.ts != turn.anchor_ts
+        ]
+        if not newer:
+            return []
+        lines = [self._line(m, self.engine.names) for m in newer]
+        return [
+            {
+                "type": "text",
+                "text": "New in this thread since your last answer:\n" + "\n".join(lines),
+            }
+        ]
+
+    def _question(self, context: BuiltContext) -> str:
+        anchor = context.snapshot.anchor
+        return f"[{anchor.ts}] {anchor.author.display_name}: {anchor.text}"
+
+    @staticmethod
+    def _line(message: Message, names: Names) -> str:
+        from context._time import iso_from_ts
+
+        author = names.users.get(message.user_id) or message.author_name or message.user_id
+        text = " ".join(
+            render_slack_text(message.text, users=names.users, channels=names.channels).split()
+        )
+        return f"[{iso_from_ts(message.ts)}] {author}: {text}"
+
+    # -- durability ---------------------------------------------------------------------------
+
+    def _commit(
+        self,
+        session: _Session,
+        turn: Turn,
+        messages: list[dict[str, Any]],
+        attached: bool,
+        usage: dict[str, int],
+    ) -> None:
+        number = session.turn + 1
+        now = self.clock()
+        for message in messages:
+            session.log.append(
+                MessageEntry(
+                    at=now,
+                    role=message["role"],
+                    content=message["content"],
+                    turn=number,
+                    usage=usage if message is messages[-1] else None,
+                )
+            )
+        if attached:
+            session.log.append(CustomEntry(at=now, custom_type=_ATTACHED, data={"turn": number}))
+        session.log.append(CustomEntry(at=now, custom_type=_LAST_SEEN, data={"ts": turn.anchor_ts}))
+        session.messages.extend(messages)
+        session.turn = number
+        session.context_attached = True
+        session.last_seen_ts = turn.anchor_ts
+
+    def _maybe_compact(self, session: _Session, last_usage: Any) -> None:
+        if self.settings.compaction == "off" or last_usage is None:
+            return
+        size = sum(
+            int(getattr(last_usage, n, 0) or 0)
+            for n in (
+                "input_tokens",
+                "cache_creation_input_tokens",
+                "cache_read_input_tokens",
+                "output_tokens",
+            )
+        )
+        if not needs_compaction(
+            size, self.settings.context_window, self.settings.compaction_threshold
+        ):
+            return
+        result = trim(session.messages, keep_turns=self.settings.keep_turns, counter=self.counter)
+        if not result.compacted:
+            return  # nothing old enough to fold away yet
+        strategy: Literal["trim", "summarize"] = "trim"
+        if self.settings.compaction == "summarize":
+            logger.info("compacting %s with an explicit summarize call", session.key)
+            summary = self.client.messages.create(
+                model=self.settings.model,
+                max_tokens=1_024,
+                system="Summarize this Slack thread conversation for your own later reference.",
+                messages=[{"role": "user", "content": summarize_request(result.replaced)}],
+            )
+            text = "\n".join(b.text for b in summary.content if b.type == "text").strip()
+            if text:
+                result, strategy = result.summarized(text), "summarize"
+        session.log.append(
+            CompactionEntry(
+                at=self.clock(),
+                strategy=strategy,
+                digest=result.digest,
+                replaced_through_turn=result.replaced_through_turn,
+                tokens_before=size,
+                tokens_after=self.counter.count(result.digest),
+            )
+        )
+        logger.info("compacted %s (%s): %d tokens before", session.key, strategy, size)
+        self._load(session)  # the log is the truth: the next turn re-attaches fresh context

@@ -1,0 +1,49 @@
+"""Claude's channel tools, ``channel_context`` (search) and ``channel_messages`` (fetch).
+
+Both are bound to one channel when a :class:`ChannelTools` is created over a
+:class:`ChannelView`; no tool argument can reach another channel (seed 003: scoping is
+structural). ``bot/`` implements ChannelView over its caches; :class:`HistoryView` serves a
+``cache.ChannelHistory`` directly, for tests and offline use.
+"""
+
+from __future__ import annotations
+
+from ._definitions import CHANNEL_CONTEXT, CHANNEL_MESSAGES
+from ._env import ToolResult
+from ._inputs import ChannelContextInput, ChannelMessagesInput
+from ._outputs import (
+    ChannelContextOutput,
+    ContextResult,
+    Coverage,
+    FetchedMessage,
+    MediaInfo,
+    MediaOutput,
+    MessagesOutput,
+    ThreadOutput,
+    ThreadSummary,
+)
+from ._tools import DEFAULT_OUTPUT_BUDGET, MIN_OUTPUT_BUDGET, ChannelTools
+from ._view import ChannelView, HistoryView, ThreadLookup
+
+__all__ = [
+    "CHANNEL_CONTEXT",
+    "CHANNEL_MESSAGES",
+    "DEFAULT_OUTPUT_BUDGET",
+    "MIN_OUTPUT_BUDGET",
+    "ChannelContextInput",
+    "ChannelContextOutput",
+    "ChannelMessagesInput",
+    "ChannelTools",
+    "ChannelView",
+    "ContextResult",
+    "Coverage",
+    "FetchedMessage",
+    "HistoryView",
+    "MediaInfo",
+    "MediaOutput",
+    "MessagesOutput",
+    "ThreadLookup",
+    "ThreadOutput",
+    "ThreadSummary",
+    "ToolResult",
+]

@@ -1,0 +1,137 @@
+"""channel_context: search the channel, answer with the best messages that fit the budget."""
+
+from __future__ import annotations
+
+from cache import ts_key
+from context import Author, iso_from_ts
+from context._render import author_of
+from context.budget import Chunk
+
+from ._env import Env, ToolResult
+from ._fit import fit_ranked
+from ._inputs import ChannelContextInput, parse_since
+from ._outputs import ChannelContextOutput, ContextResult, Coverage, ThreadSummary, output_json
+from ._search import Hit, Search, ThreadStats, search, thread_stats
+
+__all__ = ["PER_THREAD", "run_channel_context"]
+
+# At most this many results from one thread (its root included): a long thread matching the
+# intent would otherwise fill every slot, and its root's thread_id already leads to the rest.
+PER_THREAD = 3
+
+
+def _result(hit: Hit, stats: dict[int, ThreadStats], author: Author) -> ContextResult:
+    message = hit.message
+    thread = None if message.is_reply else stats.get(ts_key(message.ts))
+    return ContextResult(
+        message_id=message.ts,
+        # A reply names its thread; a root names itself only if it has a thread to fetch.
+        thread_id=message.thread_ts if message.is_reply else (message.ts if thread else None),
+        ts=iso_from_ts(message.ts),
+        author=author,
+        text=hit.text,
+        thread_summary=(
+            ThreadSummary(
+                reply_count=thread.reply_count,
+                last_reply_ts=iso_from_ts(thread.last_reply_ts) if thread.last_reply_ts else None,
+                participant_names=list(thread.participant_names),
+            )
+            if thread
+            else None
+        ),
+        relevance_signal=hit.signal,
+    )
+
+
+def _coverage(found: Search) -> Coverage:
+    if not found.scanned:
+        return Coverage(messages_scanned=0, time_range=None)
+    keys = [ts_key(m.ts) for m in found.scanned]
+    oldest = found.scanned[keys.index(min(keys))]
+    newest = found.scanned[keys.index(max(keys))]
+    return Coverage(
+        messages_scanned=len(found.scanned),
+        time_range=(iso_from_ts(oldest.ts), iso_from_ts(newest.ts)),
+    )
+
+
+def _note(found: Search, beyond_max: int, omitted: int, cut: int) -> str | None:
+    parts: list[str] = []
+    if not found.hits and found.keywords and found.scanned:
+        words = ", ".join(repr(k.word) for k in found.keywords)
+        parts.append(f"No message matched the keywords {words}; try other words.")
+    if omitted:
+        parts.append(
+            f"{omitted} more matching result{'s' if omitted > 1 else ''} left out to fit the "
+            "output budget: narrow the search (a later `since`, `authors`, fewer results) or "
+            "read one thread with channel_messages thread_id."
+        )
+    if cut:
+        parts.append(
+            f"The text of {cut} result{'s' if cut > 1 else ''} was cut (ends with '...'): "
+            "fetch it in full with channel_messages message_ids."
+        )
+    if beyond_max:
+        parts.append(
+            f"{beyond_max} lower-ranked matches not shown (max_results; at most {PER_THREAD} "
+            "per thread: read a whole thread with channel_messages thread_id)."
+        )
+    return " ".join(parts) or None
+
+
+def _select(hits: list[Hit], limit: int) -> list[Hit]:
+    chosen: list[Hit] = []
+    per_thread: dict[int, int] = {}
+    for hit in hits:
+        if len(chosen) == limit:
+            break
+        thread = ts_key(hit.message.root_ts)
+        if per_thread.get(thread, 0) < PER_THREAD:
+            per_thread[thread] = per_thread.get(thread, 0) + 1
+            chosen.append(hit)
+    return chosen
+
+
+def run_channel_context(env: Env, args: ChannelContextInput) -> ToolResult:
+    messages = env.messages()
+    stats = thread_stats(messages, env.names)
+    found = search(
+        messages,
+        intent=args.intent,
+        authors=args.authors or (),
+        since=parse_since(args.since) if args.since is not None else None,
+        names=env.names,
+        now=env.now() if env.now is not None else None,
+        stats=stats,
+    )
+    coverage = _coverage(found)
+    top = _select(found.hits, args.max_results)
+    beyond_max = len(found.hits) - len(top)
+    chunks = [
+        Chunk(
+            key=hit.message.ts,
+            text=hit.text,
+            item=_result(hit, stats, author_of(hit.message, env.names)),
+            relevance=hit.score,
+        )
+        for hit in top
+    ]
+
+    def render(results: list[ContextResult], omitted: int, cut: int) -> str:
+        return output_json(
+            ChannelContextOutput(
+                results=results,
+                coverage=coverage,
+                truncated=True if omitted or cut else None,
+                note=_note(found, beyond_max, omitted, cut),
+            )
+        )
+
+    fitted = fit_ranked(
+        chunks,
+        render=render,
+        budget=env.budget,
+        counter=env.counter,
+        item_json=lambda result: result.model_dump_json(),
+    )
+    return ToolResult(render(fitted.items, fitted.omitted, fitted.cut))
