@@ -64,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--http", action="store_true", help="serve the Events API over HTTP")
         command.add_argument("--port", type=int, default=3000)
         command.add_argument("--host", default="0.0.0.0", help="address to listen on with --http")
+        command.add_argument(
+            "--no-claude", action="store_true", help="context only: answer nothing"
+        )
     return parser
 
 
@@ -91,8 +94,10 @@ def _serve(args: argparse.Namespace) -> int:
     from .serve import build_runtime, known_state, serve
     from .settings import load_settings
 
-    settings = load_settings(http=args.http, port=args.port, host=args.host)
-    runtime = build_runtime(WebClient(token=settings.bot_token))
+    settings = load_settings(
+        http=args.http, port=args.port, host=args.host, claude=not args.no_claude
+    )
+    runtime = build_runtime(WebClient(token=settings.bot_token), settings)
     if args.command == "record":
         from .record import Recorder
 

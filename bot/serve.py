@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import anthropic
 from slack_bolt import App
 from slack_sdk import WebClient
 
 from cache import RateLimiter
+from manifest_store import SessionStore
 
+from .answers import NullResponder, Responder
 from .app import build_app
 from .engine import ContextEngine
 from .http_server import EventsServer
 from .intake import SelfIdentity
+from .recipe_runner import RecipeRunner, load_recipe
 from .runtime import Runtime
+from .session import ClaudeResponder, SessionSettings
 from .settings import RunSettings
 from .slack_api import SlackFetcher
 
@@ -24,12 +30,25 @@ __all__ = ["build_runtime", "known_state", "serve"]
 logger = logging.getLogger("chanctx.serve")
 
 
-def build_runtime(client: WebClient) -> Runtime:
-    """Learn who we are (auth.test) and wire the engine to the rate-limited Web API."""
+def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Runtime:
+    """Learn who we are (auth.test) and wire the engine to the rate-limited Web API and, with
+    an API key, to Claude. The recipe is validated here, so a bad context.yaml stops start-up."""
     auth = client.auth_test()
     me = SelfIdentity(user_id=str(auth.get("user_id", "")), bot_id=str(auth.get("bot_id", "")))
     fetcher = SlackFetcher(client, limiter=RateLimiter(), me=me)
-    return Runtime(engine=ContextEngine(me=me, slack=fetcher), client=client)
+    engine = ContextEngine(me=me, slack=fetcher)
+    responder: Responder = NullResponder()
+    if settings is not None and settings.anthropic_api_key:
+        home = Path(settings.home).resolve()
+        responder = ClaudeResponder(
+            anthropic.Anthropic(api_key=settings.anthropic_api_key, max_retries=3),
+            engine=engine,
+            store=SessionStore(Path(settings.data_dir)),
+            team=str(auth.get("team_id", "")),
+            recipe=RecipeRunner(load_recipe(home), home=home, cwd=Path.cwd()),
+            settings=SessionSettings(model=settings.model),
+        )
+    return Runtime(engine=engine, client=client, responder=responder)
 
 
 def serve(
@@ -39,7 +58,7 @@ def serve(
     first_middleware: Callable[..., Any] | None = None,
 ) -> App:
     """Start serving (blocks). ``first_middleware`` runs before intake (``record`` uses it)."""
-    runtime = runtime or build_runtime(WebClient(token=settings.bot_token))
+    runtime = runtime or build_runtime(WebClient(token=settings.bot_token), settings)
     app = build_app(
         runtime,
         signing_secret=settings.signing_secret if settings.mode == "http" else None,

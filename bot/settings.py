@@ -26,6 +26,11 @@ class RunSettings(BaseModel):
     signing_secret: str | None = Field(default=None, repr=False)
     port: int = 3000
     host: str = "0.0.0.0"
+    # None: context-only mode (--no-claude), nothing is answered.
+    anthropic_api_key: str | None = Field(default=None, repr=False)
+    model: str = "claude-sonnet-5"
+    data_dir: str = ".chanctx"
+    home: str = "."
 
 
 def _require(env: Mapping[str, str], name: str, prefix: str | None, purpose: str) -> str:
@@ -41,26 +46,50 @@ def _require(env: Mapping[str, str], name: str, prefix: str | None, purpose: str
 
 
 def load_settings(
-    *, http: bool, port: int = 3000, host: str = "0.0.0.0", env: Mapping[str, str] | None = None
+    *,
+    http: bool,
+    port: int = 3000,
+    host: str = "0.0.0.0",
+    claude: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> RunSettings:
     env = os.environ if env is None else env
     bot_token = _require(env, "SLACK_BOT_TOKEN", "xoxb-", "the bot token from OAuth & Permissions")
+    common: dict[str, object] = {
+        "bot_token": bot_token,
+        "model": env.get("CHANCTX_MODEL", "").strip() or "claude-sonnet-5",
+        "data_dir": env.get("CHANCTX_DATA_DIR", "").strip() or ".chanctx",
+        "home": env.get("CHANCTX_HOME", "").strip() or ".",
+    }
     if http:
         if not 0 < port < 65536:
             raise SettingsError(f"--port {port} is not a TCP port (1-65535).")
-        secret = _require(
+        common.update(
+            mode="http",
+            port=port,
+            host=host,
+            signing_secret=_require(
+                env,
+                "SLACK_SIGNING_SECRET",
+                None,
+                "Basic Information > Signing Secret, to verify requests",
+            ),
+        )
+    else:
+        common.update(
+            mode="socket",
+            app_token=_require(
+                env,
+                "SLACK_APP_TOKEN",
+                "xapp-",
+                "an app-level token with connections:write, for Socket Mode",
+            ),
+        )
+    if claude:
+        common["anthropic_api_key"] = _require(
             env,
-            "SLACK_SIGNING_SECRET",
+            "ANTHROPIC_API_KEY",
             None,
-            "Basic Information > Signing Secret, to verify requests",
+            "the Claude API key (or run with --no-claude for context only)",
         )
-        return RunSettings(
-            mode="http", bot_token=bot_token, signing_secret=secret, port=port, host=host
-        )
-    app_token = _require(
-        env,
-        "SLACK_APP_TOKEN",
-        "xapp-",
-        "an app-level token with connections:write, for Socket Mode",
-    )
-    return RunSettings(mode="socket", bot_token=bot_token, app_token=app_token)
+    return RunSettings.model_validate(common)

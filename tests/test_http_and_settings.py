@@ -130,11 +130,20 @@ def test_run_without_settings_stops_with_one_clear_line(
 
 
 def test_valid_settings_load() -> None:
+    env = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s", "ANTHROPIC_API_KEY": "k-123"}
+    settings = load_settings(http=True, port=8080, env=env)
+    assert settings.mode == "http" and settings.port == 8080 and settings.model == "claude-sonnet-5"
+    assert "xoxb-1" not in repr(settings) and "k-123" not in repr(settings)
+
+
+def test_claude_needs_a_key_unless_context_only() -> None:
+    env = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}
+    with pytest.raises(SettingsError, match="ANTHROPIC_API_KEY is not set"):
+        load_settings(http=False, env=env)
     settings = load_settings(
-        http=True, port=8080, env={"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s"}
+        http=False, claude=False, env={**env, "CHANCTX_MODEL": "claude-opus-4-8"}
     )
-    assert settings.mode == "http" and settings.port == 8080
-    assert "xoxb-1" not in repr(settings)
+    assert settings.anthropic_api_key is None and settings.model == "claude-opus-4-8"
 
 
 def test_redaction_removes_every_token_shape() -> None:
