@@ -28,26 +28,41 @@ __all__ = ["OFFLINE_MARK", "MessagesEndpoint", "PromptCacheSim"]
 
 OFFLINE_MARK = "_(offline model: no Claude call was made)_"
 _CACHE_TTL = 300.0  # Anthropic's default ephemeral cache lifetime
+_TTLS = {"5m": 300.0, "1h": 3600.0}
 _MIN_CACHEABLE = 1024  # prefixes shorter than this are not cached (most models)
+_LOOKBACK = 20  # blocks before a breakpoint the API also checks for a cached prefix
 _MENTION = re.compile(r"<@[A-Z0-9]+>|@chanctx\b")
 
 
-def _segments(body: dict[str, Any]) -> list[tuple[str, bool]]:
+def _ttl(block: dict[str, Any]) -> float | None:
+    """The cache lifetime a breakpoint asks for (seconds), or None when the block is not one."""
+    control = block.get("cache_control")
+    if not isinstance(control, dict):
+        return None
+    return _TTLS.get(str(control.get("ttl", "5m")), _CACHE_TTL)
+
+
+def _canonical(block: dict[str, Any]) -> str:
+    # A breakpoint marker is not content: moving it must not change the cached prefix.
+    return json.dumps({k: v for k, v in block.items() if k != "cache_control"}, sort_keys=True)
+
+
+def _segments(body: dict[str, Any]) -> list[tuple[str, float | None]]:
     """The request in cache order (tools, system, messages) as (canonical JSON, breakpoint)."""
-    out: list[tuple[str, bool]] = []
+    out: list[tuple[str, float | None]] = []
     for tool in body.get("tools") or []:
-        out.append((json.dumps(tool, sort_keys=True), "cache_control" in tool))
+        out.append((_canonical(tool), _ttl(tool)))
     system = body.get("system") or []
     for block in [{"type": "text", "text": system}] if isinstance(system, str) else system:
-        out.append((json.dumps(block, sort_keys=True), "cache_control" in block))
+        out.append((_canonical(block), _ttl(block)))
     for message in body.get("messages") or []:
         content = message.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
         for block in blocks:
             out.append(
                 (
-                    message.get("role", "") + json.dumps(block, sort_keys=True),
-                    "cache_control" in block,
+                    message.get("role", "") + _canonical(block),
+                    _ttl(block),
                 )
             )
     return out
@@ -65,24 +80,32 @@ class PromptCacheSim:
         segments = _segments(body)
         tokens = [self.counter.count(text) for text, _ in segments]
         total = sum(tokens)
-        prefix_tokens, digest, breakpoints = 0, hashlib.sha256(), []
-        for (text, is_break), count in zip(segments, tokens, strict=True):
+        # The prefix hash and size after every block, and which blocks are breakpoints.
+        prefixes: list[tuple[str, int]] = []
+        digest, size = hashlib.sha256(), 0
+        for (text, _), count in zip(segments, tokens, strict=True):
             digest.update(text.encode())
-            prefix_tokens += count
-            if is_break:
-                breakpoints.append((digest.hexdigest(), prefix_tokens))
+            size += count
+            prefixes.append((digest.hexdigest(), size))
+        breaks = [(index, ttl) for index, (_, ttl) in enumerate(segments) if ttl is not None]
         now = self.clock()
         with self._lock:
+            # Like the API, look for a cached prefix at each breakpoint and at the blocks up to
+            # _LOOKBACK before it, so last turn's cache is found after new blocks were added.
             read = 0
-            for key, size in breakpoints:
-                if self._entries.get(key, -1.0) > now:
-                    read = size
-                    self._entries[key] = now + _CACHE_TTL  # a read refreshes the lifetime
+            for index, ttl in breaks:
+                for back in range(index, max(index - _LOOKBACK, -1), -1):
+                    key, length = prefixes[back]
+                    if self._entries.get(key, -1.0) > now:
+                        read = max(read, length)
+                        self._entries[key] = now + ttl  # a read refreshes the lifetime
+                        break
             written = 0
-            for key, size in breakpoints:
-                if size > read and size >= self.min_cacheable:
-                    self._entries[key] = now + _CACHE_TTL
-                    written = size - read
+            for index, ttl in breaks:
+                key, length = prefixes[index]
+                if length > read and length >= self.min_cacheable:
+                    self._entries[key] = now + ttl
+                    written = length - read
         return {
             "input_tokens": total - read - written,
             "cache_creation_input_tokens": written,

@@ -50,7 +50,9 @@ __all__ = ["DEFAULT_MODEL", "ClaudeResponder", "SessionSettings"]
 logger = logging.getLogger("chanctx.session")
 
 DEFAULT_MODEL = "claude-sonnet-5"
-_CACHE = {"type": "ephemeral"}
+# Slack threads are answered minutes to hours apart: with the default 5-minute lifetime the
+# conversation would be rewritten to the cache almost every turn, so the hour is the default.
+_CACHE_TTLS = ("5m", "1h")
 _THREAD_PREFIX = "ThreadContext (JSON):\n"
 _LAST_SEEN = "chanctx:last-seen"
 _ATTACHED = "chanctx:context-attached"
@@ -66,6 +68,7 @@ class SessionSettings:
     compaction_threshold: float = 0.8
     keep_turns: int = 3
     tool_output_budget: int = 4_000
+    cache_ttl: Literal["5m", "1h"] = "1h"
 
 
 @dataclass
@@ -90,7 +93,9 @@ def _usage_sum(total: dict[str, int], usage: Any) -> None:
     total["requests"] = total.get("requests", 0) + 1
 
 
-def _with_breakpoints(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _with_breakpoints(
+    messages: list[dict[str, Any]], marker: dict[str, str]
+) -> list[dict[str, Any]]:
     """Copies of ``messages`` with cache breakpoints: the end of the context package, and the
     end of the conversation so far. Stored messages never carry markers (at most 4 per request)."""
     marked = copy.deepcopy(messages)
@@ -98,10 +103,10 @@ def _with_breakpoints(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if package is not None:
         index = _package_end(package)
         assert index is not None
-        package["content"][index]["cache_control"] = _CACHE
+        package["content"][index]["cache_control"] = marker
     last = marked[-1]["content"]
     if isinstance(last, list) and last:
-        last[-1]["cache_control"] = _CACHE
+        last[-1]["cache_control"] = marker
     return marked
 
 
@@ -142,6 +147,10 @@ class ClaudeResponder:
         self.clock = clock
         self._sessions: dict[SessionKey, _Session] = {}
         self._guard = threading.Lock()
+
+    @property
+    def _cache_marker(self) -> dict[str, str]:
+        return {"type": "ephemeral", "ttl": self.settings.cache_ttl}
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -199,7 +208,7 @@ class ClaudeResponder:
                 for block in fitted.blocks
                 if block.text.strip()
             ]
-        system[-1]["cache_control"] = _CACHE
+        system[-1]["cache_control"] = self._cache_marker
 
         blocks: list[dict[str, Any]] = []
         attaching = not session.context_attached
@@ -219,7 +228,7 @@ class ClaudeResponder:
             now=self.clock,
         )
         definitions = tools.definitions()
-        definitions[-1] = {**definitions[-1], "cache_control": _CACHE}
+        definitions[-1] = {**definitions[-1], "cache_control": self._cache_marker}
 
         usage: dict[str, int] = {}
         calls: list[ToolCall] = []
@@ -232,7 +241,7 @@ class ClaudeResponder:
                 "max_tokens": self.settings.max_tokens,
                 "system": system,
                 "tools": definitions,
-                "messages": _with_breakpoints(request_messages),
+                "messages": _with_breakpoints(request_messages, self._cache_marker),
             }
             if final:  # after the last allowed round of tools, ask for the answer itself
                 request["tool_choice"] = {"type": "none"}
