@@ -94,6 +94,7 @@ class OfflineBot:
             threads=ThreadReplyCache(self.fetcher, clock=self.clock),
         )
         self.anthropic: FakeAnthropicAPI | None = None
+        self.claude_client: anthropic.Anthropic | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.data_dir = data_dir
         if claude and responder is None:
@@ -102,10 +103,11 @@ class OfflineBot:
                 self._tmp = tempfile.TemporaryDirectory(prefix="chanctx-replay-")
                 self.data_dir = Path(self._tmp.name)
             assert self.data_dir is not None
+            self.claude_client = anthropic.Anthropic(
+                api_key=OFFLINE_API_KEY, base_url=self.anthropic.url, max_retries=2
+            )
             responder = ClaudeResponder(
-                anthropic.Anthropic(
-                    api_key=OFFLINE_API_KEY, base_url=self.anthropic.url, max_retries=2
-                ),
+                self.claude_client,
                 engine=self.engine,
                 store=SessionStore(self.data_dir),
                 team=str(auth.get("team_id", "")),
@@ -135,6 +137,8 @@ class OfflineBot:
     def close(self) -> None:
         self.runtime.runner.close()
         self.slack.close()
+        if self.claude_client is not None:
+            self.claude_client.close()  # its connection pool holds loopback sockets
         if self.anthropic is not None:
             self.anthropic.close()
         if self._tmp is not None:

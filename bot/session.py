@@ -23,7 +23,15 @@ from typing import Any, Literal
 
 import anthropic
 
-from context import Message, Names, TokenCounter, default_counter, render_slack_text, wire_json
+from context import (
+    ChanctxError,
+    Message,
+    Names,
+    TokenCounter,
+    default_counter,
+    render_slack_text,
+    wire_json,
+)
 from manifest_store import (
     CompactionEntry,
     CustomEntry,
@@ -56,6 +64,7 @@ _CACHE_TTLS = ("5m", "1h")
 _THREAD_PREFIX = "ThreadContext (JSON):\n"
 _LAST_SEEN = "chanctx:last-seen"
 _ATTACHED = "chanctx:context-attached"
+_RECIPE = "chanctx:recipe"
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,10 @@ class _Session:
     turn: int = 0
     context_attached: bool = False
     last_seen_ts: str | None = None
+    # The recipe's part of the system prompt, fixed when the context is attached: reloading it
+    # every turn would re-run commands and throw the prompt cache away.
+    recipe_texts: list[str] | None = None
+    keep_turns: int | None = None  # the recipe's journal max_iterations, if any
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -183,6 +196,13 @@ class ClaudeResponder:
         session.turn = state.turn
         session.context_attached = state.context_attached_turn is not None
         session.last_seen_ts = (state.custom.get(_LAST_SEEN) or {}).get("ts")
+        recipe = state.custom.get(_RECIPE)
+        session.recipe_texts = (
+            list(recipe["texts"]) if recipe and session.context_attached else None
+        )
+        session.keep_turns = recipe.get("keep_turns") if recipe else None
+        if session.keep_turns == 0:  # no journal: each turn stands alone, even after a restart
+            session.messages, session.context_attached = [], False
 
     # -- one turn ---------------------------------------------------------------------------
 
@@ -192,22 +212,23 @@ class ClaudeResponder:
             return self._respond(session, turn, context)
 
     def _respond(self, session: _Session, turn: Turn, context: BuiltContext) -> Answer:
-        fitted = (
-            self.recipe.assemble(
+        fitted = None
+        if self.recipe is not None and (
+            not session.context_attached or session.recipe_texts is None
+        ):
+            # The recipe is read when the context is (re-)attached, not on every turn.
+            fitted = self.recipe.assemble(
                 run_id=session.key.thread_ts, channel=turn.channel, thread_ts=turn.thread_ts
             )
-            if self.recipe
-            else None
-        )
+            session.recipe_texts = [b.text for b in fitted.blocks if b.text.strip()]
+            session.keep_turns = fitted.journal_max_iterations
+            if session.keep_turns == 0:
+                # No journal source: no earlier turn is kept, each turn stands alone.
+                session.messages, session.context_attached = [], False
         system: list[dict[str, Any]] = [
             {"type": "text", "text": system_prompt(bot_user=self.engine.me.user_id)}
         ]
-        if fitted is not None:
-            system += [
-                {"type": "text", "text": block.text}
-                for block in fitted.blocks
-                if block.text.strip()
-            ]
+        system += [{"type": "text", "text": text} for text in session.recipe_texts or []]
         system[-1]["cache_control"] = self._cache_marker
 
         blocks: list[dict[str, Any]] = []
@@ -279,7 +300,21 @@ class ClaudeResponder:
             b["text"] for b in request_messages[-1]["content"] if b.get("type") == "text"
         ).strip()
         self._commit(session, turn, new_messages, attaching, usage)
-        self._maybe_compact(session, last_usage)
+        if fitted is not None:
+            session.log.append(
+                CustomEntry(
+                    at=self.clock(),
+                    custom_type=_RECIPE,
+                    data={"texts": session.recipe_texts or [], "keep_turns": session.keep_turns},
+                )
+            )
+        if session.keep_turns == 0:
+            session.messages, session.context_attached = [], False
+        try:
+            self._maybe_compact(session, last_usage)
+        except (anthropic.APIError, ChanctxError) as error:
+            # The answer is already logged; compaction is retried after the next turn.
+            logger.warning("compaction of %s failed, answering anyway: %s", session.key, error)
         return Answer(text=text or None, tool_calls=calls, usage=usage)
 
     def _create(self, request: dict[str, Any]) -> anthropic.types.Message:
@@ -297,6 +332,7 @@ class ClaudeResponder:
             self.engine.settings,
             snapshot_budget=fitted.snapshot_budget or self.engine.settings.snapshot_budget,
             thread_budget=fitted.thread_budget or self.engine.settings.thread_budget,
+            window=fitted.snapshot_window or self.engine.settings.window,
         )
         if settings == self.engine.settings:
             return context
@@ -400,7 +436,8 @@ class ClaudeResponder:
             size, self.settings.context_window, self.settings.compaction_threshold
         ):
             return
-        result = trim(session.messages, keep_turns=self.settings.keep_turns, counter=self.counter)
+        keep = session.keep_turns if session.keep_turns else self.settings.keep_turns
+        result = trim(session.messages, keep_turns=keep, counter=self.counter)
         if not result.compacted:
             return  # nothing old enough to fold away yet
         strategy: Literal["trim", "summarize"] = "trim"

@@ -36,8 +36,9 @@ def fake() -> Iterator[FakeAnthropicAPI]:
 
 
 @pytest.fixture
-def client(fake: FakeAnthropicAPI) -> anthropic.Anthropic:
-    return anthropic.Anthropic(api_key=API_KEY, base_url=fake.url)
+def client(fake: FakeAnthropicAPI) -> Iterator[anthropic.Anthropic]:
+    with anthropic.Anthropic(api_key=API_KEY, base_url=fake.url) as api:
+        yield api  # closed after the test: its pool holds loopback sockets
 
 
 def answer(text: str) -> int:
