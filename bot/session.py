@@ -25,6 +25,7 @@ import anthropic
 
 from context import (
     ChanctxError,
+    Fitted,
     Message,
     Names,
     TokenCounter,
@@ -93,6 +94,16 @@ class _Session:
     recipe_texts: list[str] | None = None
     keep_turns: int | None = None  # the recipe's journal max_iterations, if any
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass
+class _Loop:
+    """One turn's exchange with Claude: the new messages, tool calls and summed usage."""
+
+    messages: list[dict[str, Any]]
+    calls: list[ToolCall] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    last_usage: Any = None
 
 
 def _usage_sum(total: dict[str, int], usage: Any) -> None:
@@ -212,35 +223,49 @@ class ClaudeResponder:
             return self._respond(session, turn, context)
 
     def _respond(self, session: _Session, turn: Turn, context: BuiltContext) -> Answer:
-        fitted = None
-        if self.recipe is not None and (
-            not session.context_attached or session.recipe_texts is None
-        ):
-            # The recipe is read when the context is (re-)attached, not on every turn.
-            fitted = self.recipe.assemble(
-                run_id=session.key.thread_ts, channel=turn.channel, thread_ts=turn.thread_ts
-            )
-            session.recipe_texts = [b.text for b in fitted.blocks if b.text.strip()]
-            session.keep_turns = fitted.journal_max_iterations
-            if session.keep_turns == 0:
-                # No journal source: no earlier turn is kept, each turn stands alone.
-                session.messages, session.context_attached = [], False
-        system: list[dict[str, Any]] = [
-            {"type": "text", "text": system_prompt(bot_user=self.engine.me.user_id)}
-        ]
-        system += [{"type": "text", "text": text} for text in session.recipe_texts or []]
-        system[-1]["cache_control"] = self._cache_marker
-
-        blocks: list[dict[str, Any]] = []
+        fitted = self._load_recipe(session, turn)
+        system = self._system(session)
         attaching = not session.context_attached
+        blocks: list[dict[str, Any]] = []
         if attaching:
             context = self._fresh_context(turn, context, fitted)
             blocks += self._package(context, fitted)
         else:
             blocks += self._delta(turn, session)
         blocks.append({"type": "text", "text": self._question(context)})
-        request_messages = [*session.messages, {"role": "user", "content": blocks}]
+        loop = self._tool_loop(
+            turn, system, [*session.messages, {"role": "user", "content": blocks}]
+        )
+        final = loop.messages[-1]["content"]
+        text = "\n".join(b["text"] for b in final if b.get("type") == "text").strip()
+        self._finish(session, turn, loop, attaching=attaching, recipe_loaded=fitted is not None)
+        return Answer(text=text or None, tool_calls=loop.calls, usage=loop.usage)
 
+    def _load_recipe(self, session: _Session, turn: Turn) -> Fitted | None:
+        """Read the recipe when the context is (re-)attached, not on every turn."""
+        if self.recipe is None or (session.context_attached and session.recipe_texts is not None):
+            return None
+        fitted = self.recipe.assemble(
+            run_id=session.key.thread_ts, channel=turn.channel, thread_ts=turn.thread_ts
+        )
+        session.recipe_texts = [b.text for b in fitted.blocks if b.text.strip()]
+        session.keep_turns = fitted.journal_max_iterations
+        if session.keep_turns == 0:  # no journal source: each turn stands alone
+            session.messages, session.context_attached = [], False
+        return fitted
+
+    def _system(self, session: _Session) -> list[dict[str, Any]]:
+        system: list[dict[str, Any]] = [
+            {"type": "text", "text": system_prompt(bot_user=self.engine.me.user_id)}
+        ]
+        system += [{"type": "text", "text": text} for text in session.recipe_texts or []]
+        system[-1]["cache_control"] = self._cache_marker
+        return system
+
+    def _tool_loop(
+        self, turn: Turn, system: list[dict[str, Any]], history: list[dict[str, Any]]
+    ) -> _Loop:
+        """Ask Claude, run the tools it calls, until it answers or the rounds run out."""
         tools = ChannelTools(
             EngineView(self.engine, turn.channel, hidden={turn.anchor_ts}),
             names=self.engine.names,
@@ -250,13 +275,10 @@ class ClaudeResponder:
         )
         definitions = tools.definitions()
         definitions[-1] = {**definitions[-1], "cache_control": self._cache_marker}
-
-        usage: dict[str, int] = {}
-        calls: list[ToolCall] = []
-        new_messages: list[dict[str, Any]] = [request_messages[-1]]
-        last_usage: Any = None
+        loop = _Loop(messages=[history[-1]])
+        request_messages = list(history)
         for iteration in range(self.settings.max_tool_iterations + 1):
-            final = iteration == self.settings.max_tool_iterations
+            last_round = iteration == self.settings.max_tool_iterations
             request: dict[str, Any] = {
                 "model": self.settings.model,
                 "max_tokens": self.settings.max_tokens,
@@ -264,43 +286,38 @@ class ClaudeResponder:
                 "tools": definitions,
                 "messages": _with_breakpoints(request_messages, self._cache_marker),
             }
-            if final:  # after the last allowed round of tools, ask for the answer itself
+            if last_round:  # after the last allowed round of tools, ask for the answer itself
                 request["tool_choice"] = {"type": "none"}
             response = self._create(request)
-            _usage_sum(usage, response.usage)
-            last_usage = response.usage
+            _usage_sum(loop.usage, response.usage)
+            loop.last_usage = response.usage
             assistant = {
                 "role": "assistant",
                 "content": [b.model_dump(exclude_none=True) for b in response.content],
             }
             request_messages.append(assistant)
-            new_messages.append(assistant)
-            if response.stop_reason != "tool_use" or final:
-                break
+            loop.messages.append(assistant)
+            if response.stop_reason != "tool_use" or last_round:
+                return loop
             results = []
             for block in response.content:
                 if block.type == "tool_use":
                     outcome = tools.call(block.name, block.input)
-                    calls.append(
+                    loop.calls.append(
                         ToolCall(block.name, block.input, outcome.content, outcome.is_error)
                     )
-                    results.append(
-                        {
-                            "type": "tool_result",
-                            "tool_use_id": block.id,
-                            "content": outcome.content,
-                            "is_error": outcome.is_error,
-                        }
-                    )
+                    results.append(outcome.as_block(block.id))
             tool_message = {"role": "user", "content": results}
             request_messages.append(tool_message)
-            new_messages.append(tool_message)
+            loop.messages.append(tool_message)
+        return loop
 
-        text = "\n".join(
-            b["text"] for b in request_messages[-1]["content"] if b.get("type") == "text"
-        ).strip()
-        self._commit(session, turn, new_messages, attaching, usage)
-        if fitted is not None:
+    def _finish(
+        self, session: _Session, turn: Turn, loop: _Loop, *, attaching: bool, recipe_loaded: bool
+    ) -> None:
+        """Log the turn (only now that it succeeded), then compact if the window is filling."""
+        self._commit(session, turn, loop.messages, attaching, loop.usage)
+        if recipe_loaded:
             session.log.append(
                 CustomEntry(
                     at=self.clock(),
@@ -311,11 +328,10 @@ class ClaudeResponder:
         if session.keep_turns == 0:
             session.messages, session.context_attached = [], False
         try:
-            self._maybe_compact(session, last_usage)
+            self._maybe_compact(session, loop.last_usage)
         except (anthropic.APIError, ChanctxError) as error:
-            # The answer is already logged; compaction is retried after the next turn.
+            # The answer is already logged; compaction is tried again after the next turn.
             logger.warning("compaction of %s failed, answering anyway: %s", session.key, error)
-        return Answer(text=text or None, tool_calls=calls, usage=usage)
 
     def _create(self, request: dict[str, Any]) -> anthropic.types.Message:
         # Plain dicts are what is logged and replayed; the SDK's TypedDicts describe the same.
@@ -324,7 +340,9 @@ class ClaudeResponder:
 
     # -- the parts of a user message ------------------------------------------------------
 
-    def _fresh_context(self, turn: Turn, context: BuiltContext, fitted: Any) -> BuiltContext:
+    def _fresh_context(
+        self, turn: Turn, context: BuiltContext, fitted: Fitted | None
+    ) -> BuiltContext:
         """Rebuild with the recipe's budgets when they differ from the engine's defaults."""
         if fitted is None:
             return context
@@ -338,7 +356,7 @@ class ClaudeResponder:
             return context
         return self.engine.context_for(turn.channel, turn.anchor_ts, settings=settings) or context
 
-    def _package(self, context: BuiltContext, fitted: Any) -> list[dict[str, Any]]:
+    def _package(self, context: BuiltContext, fitted: Fitted | None) -> list[dict[str, Any]]:
         with_snapshot = fitted is None or fitted.snapshot_budget is not None
         with_thread = fitted is None or fitted.thread_budget is not None
         head = CONTEXT_HEADER

@@ -4,21 +4,28 @@
 ``ThreadStarterCache`` fetch through a small fetcher protocol (implemented by ``bot/``) only on a
 miss or after their TTL, and are kept current from events in between. Nothing here imports a
 platform SDK.
+
+``MediaContentCache`` keeps downloaded file bytes (filled by ``bot/media.py``), bounded by
+their total size.
 """
 
 from __future__ import annotations
 
 from ._clock import Clock, FakeClock
 from ._history import ChannelHistory, ts_key
+from ._media import DEFAULT_MEDIA_CACHE_BYTES, CachedMedia, MediaContentCache
 from ._rate_limit import RateLimited, RateLimiter
 from ._thread_replies import CachedThread, ThreadFetcher, ThreadReplyCache
 from ._thread_starters import MessageFetcher, ThreadStarterCache
 
 __all__ = [
+    "DEFAULT_MEDIA_CACHE_BYTES",
+    "CachedMedia",
     "CachedThread",
     "ChannelHistory",
     "Clock",
     "FakeClock",
+    "MediaContentCache",
     "MessageFetcher",
     "RateLimited",
     "RateLimiter",

@@ -22,14 +22,24 @@ from ._entries import (
 from ._errors import InvalidSessionKey, SessionLogCorrupt
 from ._keys import SessionKey
 from ._log import SessionLog, SessionStore
+from ._manifest import (
+    MANIFEST_VERSION,
+    AttachmentManifest,
+    AttachmentRecord,
+    content_hash,
+    reattach_preamble,
+)
 from ._rebuild import SessionState, rebuild
 
 __all__ = [
     "ATTACHMENT_MANIFEST",
     "CONTEXT_ATTACHED",
     "DIGEST_ACK",
+    "MANIFEST_VERSION",
     "MAX_DIGEST_TOKENS",
     "MIN_DIGEST_TOKENS",
+    "AttachmentManifest",
+    "AttachmentRecord",
     "CompactionEntry",
     "CustomEntry",
     "Entry",
@@ -43,7 +53,9 @@ __all__ = [
     "SessionState",
     "SessionStore",
     "TrimResult",
+    "content_hash",
     "needs_compaction",
+    "reattach_preamble",
     "rebuild",
     "summarize_request",
     "trim",

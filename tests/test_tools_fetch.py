@@ -214,6 +214,7 @@ def test_tool_results_become_tool_result_blocks() -> None:
         "type": "tool_result",
         "tool_use_id": "toolu_1",
         "content": good.content,
+        "is_error": False,
     }
     bad = tools_for().call("channel_messages", {})
     assert bad.as_block("toolu_2")["is_error"] is True

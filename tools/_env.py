@@ -22,14 +22,12 @@ class ToolResult:
 
     def as_block(self, tool_use_id: str) -> dict[str, Any]:
         """The ``tool_result`` content block that answers the ``tool_use`` with this id."""
-        block: dict[str, Any] = {
+        return {
             "type": "tool_result",
             "tool_use_id": tool_use_id,
             "content": self.content,
+            "is_error": self.is_error,
         }
-        if self.is_error:
-            block["is_error"] = True
-        return block
 
 
 def not_found(kind: str, ids: Sequence[str]) -> ToolResult:
