@@ -23,6 +23,7 @@ from context import (
     DEFAULT_THREAD_BUDGET,
     ChanctxError,
     ChannelSnapshot,
+    FileRef,
     Message,
     Names,
     ThreadContext,
@@ -238,6 +239,15 @@ class ContextEngine:
         self._warm_channel(channel)
         with self._lock:
             return self.history.messages(channel)
+
+    def find_file(self, channel: str, artifact_id: str) -> tuple[Message, FileRef] | None:
+        """The message of this channel that shared ``artifact_id``, and the file."""
+        with self._lock:
+            for message in self.history.messages(channel):
+                for ref in message.files:
+                    if ref.artifact_id == artifact_id:
+                        return message, ref
+        return None
 
     def message(self, channel: str, ts: str) -> Message | None:
         with self._lock:

@@ -17,9 +17,10 @@ import anthropic
 from slack_bolt import App, BoltResponse
 from slack_bolt.request import BoltRequest
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 
-from cache import RateLimiter, ThreadReplyCache
-from context import default_counter
+from cache import MediaContentCache, RateLimiter, ThreadReplyCache
+from context import FileRef, default_counter
 from manifest_store import SessionStore
 
 from .answers import NullResponder, Responder
@@ -28,12 +29,13 @@ from .engine import ContextEngine, ContextSettings
 from .fake_anthropic import FakeAnthropicAPI
 from .fake_slack import FakeSlackAPI
 from .intake import SelfIdentity
+from .media import FetchedMedia, MediaFailure, MediaFetcher
 from .recipe_runner import RecipeRunner
 from .runtime import Runtime
 from .session import ClaudeResponder, SessionSettings
 from .slack_api import SlackFetcher
 
-__all__ = ["OfflineBot", "ReplayClock"]
+__all__ = ["OfflineBot", "ReplayClock", "ReplayMedia"]
 
 # Never real credentials: the fakes only check their shape.
 OFFLINE_BOT_TOKEN = "xoxb-offline-not-a-secret"
@@ -95,6 +97,7 @@ class OfflineBot:
         )
         self.anthropic: FakeAnthropicAPI | None = None
         self.claude_client: anthropic.Anthropic | None = None
+        self.media_fetcher: MediaFetcher | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.data_dir = data_dir
         if claude and responder is None:
@@ -106,8 +109,13 @@ class OfflineBot:
             self.claude_client = anthropic.Anthropic(
                 api_key=OFFLINE_API_KEY, base_url=self.anthropic.url, max_retries=2
             )
+            host = self.slack.root.removeprefix("http://").rstrip("/")
+            self.media_fetcher = MediaFetcher(
+                token=OFFLINE_BOT_TOKEN, cache=MediaContentCache(), allow_http_for=frozenset({host})
+            )
             responder = ClaudeResponder(
                 self.claude_client,
+                media=ReplayMedia(self.client, self.media_fetcher),
                 engine=self.engine,
                 store=SessionStore(self.data_dir),
                 team=str(auth.get("team_id", "")),
@@ -149,3 +157,24 @@ class OfflineBot:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class ReplayMedia:
+    """Downloads for replay: recorded events name Slack's real file hosts, so each file's URL is
+    looked up again with ``files.info`` on the fake, and fetched from there."""
+
+    def __init__(self, client: WebClient, fetcher: MediaFetcher) -> None:
+        self._client = client
+        self._fetcher = fetcher
+
+    def fetch(self, ref: FileRef) -> FetchedMedia | MediaFailure:
+        cache = self._fetcher.cache
+        if cache is not None and ref.artifact_id in cache:
+            return self._fetcher.fetch(ref)
+        try:
+            info = self._client.files_info(file=ref.artifact_id)
+        except SlackApiError as error:
+            reason = str(error.response.get("error", "error"))
+            return MediaFailure(ref, "not_found", f"Slack has no file {ref.artifact_id} ({reason})")
+        url = (info.get("file") or {}).get("url_private_download")
+        return self._fetcher.fetch(ref.model_copy(update={"download_url": url}))

@@ -11,7 +11,7 @@ import anthropic
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from cache import RateLimiter
+from cache import MediaContentCache, RateLimiter
 from manifest_store import SessionStore
 
 from .answers import NullResponder, Responder
@@ -19,6 +19,7 @@ from .app import build_app
 from .engine import ContextEngine
 from .http_server import EventsServer
 from .intake import SelfIdentity
+from .media import MediaFetcher
 from .recipe_runner import RecipeRunner, load_recipe
 from .runtime import Runtime
 from .session import ClaudeResponder, SessionSettings
@@ -46,7 +47,9 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
             store=SessionStore(Path(settings.data_dir)),
             team=str(auth.get("team_id", "")),
             recipe=RecipeRunner(load_recipe(home), home=home, cwd=Path.cwd()),
-            settings=SessionSettings(model=settings.model),
+            # The token goes only to Slack's file hosts over HTTPS (bot/media.py).
+            media=MediaFetcher(token=settings.bot_token, cache=MediaContentCache()),
+            settings=SessionSettings(model=settings.model, attach_media=settings.attach_media),
         )
     return Runtime(engine=engine, client=client, responder=responder)
 

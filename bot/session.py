@@ -34,6 +34,7 @@ from context import (
     wire_json,
 )
 from manifest_store import (
+    AttachmentManifest,
     CompactionEntry,
     CustomEntry,
     MessageEntry,
@@ -46,13 +47,14 @@ from manifest_store import (
     summarize_request,
     trim,
 )
-from tools import ChannelTools
+from tools import ChannelTools, ToolResult
 
 from .answers import Answer, ToolCall, Turn
 from .channel_view import EngineView
 from .engine import BuiltContext, ContextEngine
 from .prompt import CONTEXT_HEADER, system_prompt
 from .recipe_runner import RecipeRunner
+from .session_media import Attached, Located, MediaAttacher, MediaSource, thread_media
 
 __all__ = ["DEFAULT_MODEL", "ClaudeResponder", "SessionSettings"]
 
@@ -79,6 +81,9 @@ class SessionSettings:
     keep_turns: int = 3
     tool_output_budget: int = 4_000
     cache_ttl: Literal["5m", "1h"] = "1h"
+    # Media is opt-in (seed 003): with it on, the current thread's files are attached inline.
+    # Claude can always ask for one file with channel_messages(media_artifact_id=...).
+    attach_media: bool = False
 
 
 @dataclass
@@ -93,6 +98,8 @@ class _Session:
     # every turn would re-run commands and throw the prompt cache away.
     recipe_texts: list[str] | None = None
     keep_turns: int | None = None  # the recipe's journal max_iterations, if any
+    manifest: AttachmentManifest = field(default_factory=AttachmentManifest)
+    reattach_media: bool = False  # a compaction happened: re-send this thread's media once
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -104,6 +111,7 @@ class _Loop:
     calls: list[ToolCall] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     last_usage: Any = None
+    manifest_changed: bool = False
 
 
 def _usage_sum(total: dict[str, int], usage: Any) -> None:
@@ -157,6 +165,7 @@ class ClaudeResponder:
         store: SessionStore,
         team: str,
         recipe: RecipeRunner | None = None,
+        media: MediaSource | None = None,
         settings: SessionSettings | None = None,
         counter: TokenCounter | None = None,
         clock: Callable[[], float] = time.time,
@@ -166,6 +175,7 @@ class ClaudeResponder:
         self.store = store
         self.team = team or "T0"
         self.recipe = recipe
+        self.media = MediaAttacher(media) if media is not None else None
         self.settings = settings or SessionSettings()
         self.counter = counter or default_counter(self.settings.model)
         self.clock = clock
@@ -214,6 +224,8 @@ class ClaudeResponder:
         session.keep_turns = recipe.get("keep_turns") if recipe else None
         if session.keep_turns == 0:  # no journal: each turn stands alone, even after a restart
             session.messages, session.context_attached = [], False
+        session.manifest = AttachmentManifest.from_state(state)
+        session.reattach_media = state.post_compaction
 
     # -- one turn ---------------------------------------------------------------------------
 
@@ -232,10 +244,12 @@ class ClaudeResponder:
             blocks += self._package(context, fitted)
         else:
             blocks += self._delta(turn, session)
+        media = self._media_blocks(session, turn, attaching=attaching)
+        blocks += media.blocks
         blocks.append({"type": "text", "text": self._question(context)})
-        loop = self._tool_loop(
-            turn, system, [*session.messages, {"role": "user", "content": blocks}]
-        )
+        history = [*session.messages, {"role": "user", "content": blocks}]
+        loop = self._tool_loop(session, turn, system, history)
+        loop.manifest_changed = loop.manifest_changed or media.manifest_changed
         final = loop.messages[-1]["content"]
         text = "\n".join(b["text"] for b in final if b.get("type") == "text").strip()
         self._finish(session, turn, loop, attaching=attaching, recipe_loaded=fitted is not None)
@@ -262,8 +276,49 @@ class ClaudeResponder:
         system[-1]["cache_control"] = self._cache_marker
         return system
 
+    def _media_blocks(self, session: _Session, turn: Turn, *, attaching: bool) -> Attached:
+        """The thread's media for this turn: re-attached after a compaction, else (opt-in) new."""
+        if self.media is None or not (session.reattach_media or self.settings.attach_media):
+            return Attached(blocks=[])
+        root, replies, _ = self.engine.thread(turn.channel, turn.thread_ts)
+        files = thread_media(root or self.engine.message(turn.channel, turn.thread_ts), replies)
+        if session.reattach_media:
+            session.reattach_media = False
+            return self.media.reattach(session.manifest, turn.thread_ts, files)
+        if not attaching:  # later turns: only what was shared since the last answer
+            seen = float(session.last_seen_ts or 0)
+            files = [f for f in files if float(f.message_id) > seen]
+        return self.media.attach(files, session.manifest, turn=session.turn + 1)
+
+    def _tool_result(
+        self,
+        session: _Session,
+        turn: Turn,
+        call: Any,
+        outcome: ToolResult,
+        loop: _Loop,
+    ) -> dict[str, Any]:
+        """A tool result; a media request that succeeded also carries the file itself."""
+        block = outcome.as_block(call.id)
+        wanted = call.input.get("media_artifact_id") if isinstance(call.input, dict) else None
+        if self.media is None or call.name != "channel_messages" or outcome.is_error or not wanted:
+            return block
+        found = self.engine.find_file(turn.channel, str(wanted))
+        if found is None:
+            return block
+        message, ref = found
+        located = Located(ref, message.ts, message.root_ts if message.thread_ts else None)
+        attached = self.media.attach([located], session.manifest, turn=session.turn + 1)
+        loop.manifest_changed = loop.manifest_changed or attached.manifest_changed
+        block["content"] = [{"type": "text", "text": outcome.content}, *attached.blocks]
+        return block
+
     def _tool_loop(
-        self, turn: Turn, system: list[dict[str, Any]], history: list[dict[str, Any]]
+        self,
+        session: _Session,
+        turn: Turn,
+        system: list[dict[str, Any]],
+        history: list[dict[str, Any]],
     ) -> _Loop:
         """Ask Claude, run the tools it calls, until it answers or the rounds run out."""
         tools = ChannelTools(
@@ -306,7 +361,7 @@ class ClaudeResponder:
                     loop.calls.append(
                         ToolCall(block.name, block.input, outcome.content, outcome.is_error)
                     )
-                    results.append(outcome.as_block(block.id))
+                    results.append(self._tool_result(session, turn, block, outcome, loop))
             tool_message = {"role": "user", "content": results}
             request_messages.append(tool_message)
             loop.messages.append(tool_message)
@@ -317,6 +372,8 @@ class ClaudeResponder:
     ) -> None:
         """Log the turn (only now that it succeeded), then compact if the window is filling."""
         self._commit(session, turn, loop.messages, attaching, loop.usage)
+        if loop.manifest_changed:  # persisted after every turn that sent new media
+            session.log.append(session.manifest.to_entry(at=self.clock()))
         if recipe_loaded:
             session.log.append(
                 CustomEntry(

@@ -31,6 +31,7 @@ class RunSettings(BaseModel):
     model: str = "claude-sonnet-5"
     data_dir: str = ".chanctx"
     home: str = "."
+    attach_media: bool = False  # CHANCTX_ATTACH_MEDIA=1: attach the thread's files inline
 
 
 def _require(env: Mapping[str, str], name: str, prefix: str | None, purpose: str) -> str:
@@ -60,6 +61,7 @@ def load_settings(
         "model": env.get("CHANCTX_MODEL", "").strip() or "claude-sonnet-5",
         "data_dir": env.get("CHANCTX_DATA_DIR", "").strip() or ".chanctx",
         "home": env.get("CHANCTX_HOME", "").strip() or ".",
+        "attach_media": env.get("CHANCTX_ATTACH_MEDIA", "").strip().lower() in {"1", "true", "yes"},
     }
     if http:
         if not 0 < port < 65536:
