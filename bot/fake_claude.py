@@ -13,6 +13,7 @@ marked as offline.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -23,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context.tokens import TokenCounter, default_counter
+
+from .media import image_tokens
 
 __all__ = ["OFFLINE_MARK", "MessagesEndpoint", "PromptCacheSim"]
 
@@ -76,9 +79,18 @@ class PromptCacheSim:
     _entries: dict[str, float] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def _tokens(self, canonical: str) -> int:
+        # Images cost vision tokens by their size, not by the length of their base64 text.
+        if '"type": "image"' in canonical and '"data": ' in canonical:
+            block = json.loads(canonical[canonical.index("{") :])
+            data = (block.get("source") or {}).get("data")
+            if isinstance(data, str):
+                return image_tokens(base64.b64decode(data))
+        return self.counter.count(canonical)
+
     def usage(self, body: dict[str, Any]) -> dict[str, int]:
         segments = _segments(body)
-        tokens = [self.counter.count(text) for text, _ in segments]
+        tokens = [self._tokens(text) for text, _ in segments]
         total = sum(tokens)
         # The prefix hash and size after every block, and which blocks are breakpoints.
         prefixes: list[tuple[str, int]] = []

@@ -75,6 +75,7 @@ __all__ = [
     "MediaFailure",
     "MediaFetcher",
     "MediaKind",
+    "image_tokens",
     "placeholder",
     "size_label",
     "to_content_block",
@@ -231,6 +232,15 @@ def placeholder(ref: FileRef, failure: MediaFailure | str) -> dict[str, Any]:
 def _looks_like_html(head: bytes) -> bool:
     start = head.lstrip()[:64].lower()
     return start.startswith((b"<!doctype html", b"<html", b"<head", b"<!--"))
+
+
+def image_tokens(data: bytes) -> int:
+    """Anthropic's estimate of an image's input tokens: width x height / 750, at most 1,600
+    (larger images are scaled down first); a default of 1,600 when the size is unreadable."""
+    found = _sniff_image(data)
+    if not found or not found[1] or not found[2]:
+        return 1_600
+    return max(1, min(found[1] * found[2] // 750, 1_600))
 
 
 def _sniff_image(data: bytes) -> tuple[str, int | None, int | None] | None:
