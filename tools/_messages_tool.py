@@ -17,10 +17,12 @@ from ._outputs import output_json as _json
 
 __all__ = ["run_channel_messages"]
 
+# The tool only describes the file; the bot attaches its content after this result when it can
+# download it (bot/session_media.py), or a line saying why it could not.
 MEDIA_NOTE = (
-    "The file's bytes are not attached: this version can describe a file but not download it. "
-    "Tell the user what the file is (name, type, size) if that helps, and that you cannot see "
-    "its content."
+    "The file itself follows this result as a content block when it could be attached. If "
+    "nothing follows, you cannot see its content: tell the user what the file is (name, type, "
+    "size) and that you cannot open it."
 )
 DELETED_ROOT = "[this message was deleted; its thread remains]"
 MISSING_ROOT = "[the thread's first message is not available]"
