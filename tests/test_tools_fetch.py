@@ -156,7 +156,7 @@ def test_media_lookup_describes_the_file_without_bytes() -> None:
         "byte_length": 48_213,
         "source_message_id": ts(4_300, 100),
     }
-    assert "not attached" in answer["note"]
+    assert "follows this result as a content block" in answer["note"]
     result = tools_for().call("channel_messages", {"media_artifact_id": "F0NOPE"})
     assert (result.is_error, result.content) == (
         True,
