@@ -18,7 +18,7 @@ from manifest_store import AttachmentManifest, AttachmentRecord, reattach_preamb
 
 from .media import FetchedMedia, MediaFailure, placeholder, to_content_block
 
-__all__ = ["MediaAttacher", "MediaSource", "vision_tokens"]
+__all__ = ["MAX_TEXT_CHARS", "MediaAttacher", "MediaSource", "vision_tokens"]
 
 
 class MediaSource(Protocol):
@@ -30,6 +30,21 @@ def vision_tokens(fetched: FetchedMedia) -> int:
     if fetched.kind != "image" or not fetched.width or not fetched.height:
         return 0
     return min((fetched.width * fetched.height) // 750, 1_600)
+
+
+# A text file could be 20 MB; about 12,000 tokens of it is plenty to answer from.
+MAX_TEXT_CHARS = 40_000
+
+
+def _bounded(block: dict[str, Any]) -> dict[str, Any]:
+    text = block.get("text")
+    if block.get("type") != "text" or not isinstance(text, str) or len(text) <= MAX_TEXT_CHARS:
+        return block
+    kept = text[:MAX_TEXT_CHARS]
+    return {
+        "type": "text",
+        "text": f"{kept}\n[... the file goes on for {len(text) - len(kept):,} more characters]",
+    }
 
 
 @dataclass(frozen=True)
@@ -80,7 +95,7 @@ class MediaAttacher:
                 out.blocks.append({"type": "text", "text": seen.reference()})
                 continue
             out.blocks.append(self._labelled(fetched))
-            out.blocks.append(to_content_block(fetched))
+            out.blocks.append(_bounded(to_content_block(fetched)))
             out.bytes_sent += fetched.byte_length
             out.vision_tokens += vision_tokens(fetched)
             manifest.add(
@@ -111,7 +126,7 @@ class MediaAttacher:
                 out.blocks.append(placeholder(located.ref, fetched))
                 continue
             out.blocks.append(self._labelled(fetched))
-            out.blocks.append(to_content_block(fetched))
+            out.blocks.append(_bounded(to_content_block(fetched)))
             out.bytes_sent += fetched.byte_length
             out.vision_tokens += vision_tokens(fetched)
         if out.blocks:

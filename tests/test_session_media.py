@@ -203,3 +203,12 @@ def test_after_compaction_only_this_threads_media_comes_back_with_the_preamble(
         ]
         reattached = [b for b in new_message if b.get("type") == "image"]
         assert [base64.b64decode(b["source"]["data"]) for b in reattached] == [GRAPH]  # not OTHER
+
+
+def test_a_long_text_file_is_cut_and_says_so() -> None:
+    from bot.session_media import MAX_TEXT_CHARS, _bounded
+
+    block = _bounded({"type": "text", "text": "x" * (MAX_TEXT_CHARS + 500)})
+    assert block["text"].startswith("x" * MAX_TEXT_CHARS)
+    assert block["text"].endswith("[... the file goes on for 500 more characters]")
+    assert _bounded({"type": "text", "text": "short"}) == {"type": "text", "text": "short"}
