@@ -19,6 +19,7 @@ from typing import Any
 
 import anthropic
 
+from bench._demo import demo_mention, thread_turn
 from bench._results import write_section
 from bot.fixture import load_fixture
 from bot.offline import OFFLINE_API_KEY, OfflineBot
@@ -30,61 +31,18 @@ DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
 TURNS = 20
 
 
-def _turn_envelopes(
-    template: dict[str, Any], index: int, thread_ts: str, base: int
-) -> list[dict[str, Any]]:
+def _turn_envelopes(template: dict[str, Any], index: int, base: int) -> list[dict[str, Any]]:
     """One later turn: a reply from someone else, then a mention (message + app_mention)."""
-    out = []
-    for offset, user, text in (
-        (
-            20,
-            "U05EMIKOKA",
-            f"Support update {index}: {3 + index} more tickets answered, refunds on track.",
-        ),
-        (
-            40,
-            "U03CARASNG",
-            f"<@U0CHANCTX0> question {index}: what is still open from the incident?",
-        ),
-    ):
-        at = f"{base + 300 * index + offset}.{index:06d}"
-        event = {
-            "type": "message",
-            "channel": "C0INCIDENT",
-            "user": user,
-            "text": text,
-            "ts": at,
-            "event_ts": at,
-            "thread_ts": thread_ts,
-            "channel_type": "channel",
-        }
-        out.append(
-            {
-                **template,
-                "event": event,
-                "event_id": f"EvS{index:03d}{offset}",
-                "event_time": int(float(at)),
-            }
-        )
-        if "<@U0CHANCTX0>" in text:
-            mention = {
-                "type": "app_mention",
-                "user": user,
-                "text": text,
-                "ts": at,
-                "channel": "C0INCIDENT",
-                "event_ts": at,
-                "thread_ts": thread_ts,
-            }
-            out.append(
-                {
-                    **template,
-                    "event": mention,
-                    "event_id": f"EvSM{index:03d}",
-                    "event_time": int(float(at)),
-                }
-            )
-    return out
+    return thread_turn(
+        template,
+        key=f"S{index:03d}",
+        reply_at=f"{base + 300 * index + 20}.{index:06d}",
+        reply_user="U05EMIKOKA",
+        reply_text=f"Support update {index}: {3 + index} more tickets answered, refunds on track.",
+        ask_at=f"{base + 300 * index + 40}.{index:06d}",
+        ask_user="U03CARASNG",
+        question=f"question {index}: what is still open from the incident?",
+    )
 
 
 def _baseline_usage(
@@ -129,7 +87,7 @@ class Run:
 def run(ttl: str) -> Run:
     """The demo, then TURNS more turns, with the session's cache lifetime set to ``ttl``."""
     fixture = load_fixture(DEMO)
-    mention = next(e for e in fixture.envelopes if e["event"]["type"] == "app_mention")
+    mention = demo_mention(fixture.envelopes)
     thread_ts, base = mention["event"]["thread_ts"], int(float(mention["event"]["ts"])) + 600
     out = Run()
     with OfflineBot(
@@ -149,7 +107,7 @@ def run(ttl: str) -> Run:
             "cache_creation_input_tokens", 0
         )
         for index in range(1, TURNS + 1):
-            for envelope in _turn_envelopes(mention, index, thread_ts, base):
+            for envelope in _turn_envelopes(mention, index, base):
                 bot.dispatch(envelope)
             usage = bot.runtime.runner.results[-1].usage
             uncached = usage.get("input_tokens", 0) + usage.get("cache_creation_input_tokens", 0)

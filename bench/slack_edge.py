@@ -27,6 +27,7 @@ from typing import Any
 from slack_sdk import WebClient
 from slack_sdk.signature import SignatureVerifier
 
+from bench._demo import demo_mention, thread_turn
 from bench._results import write_section
 from bot.answers import Answer, Turn
 from bot.engine import BuiltContext
@@ -49,52 +50,22 @@ def _reads(counts: dict[str, int]) -> int:
 
 def _extra_mentions(fixture_envelopes: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
     """``count`` more mentions in the demo's incident thread, each after a new reply."""
-    mention = next(e for e in fixture_envelopes if e["event"]["type"] == "app_mention")
-    thread_ts, base = mention["event"]["thread_ts"], int(float(mention["event"]["ts"]))
-    extra = []
-    for index in range(count):
-        for offset, text in (
-            (60 * index + 30, f"status update {index}"),
-            (60 * index + 45, "<@U0CHANCTX0> anything new?"),
-        ):
-            at = f"{base + 600 + offset}.000{index:03d}"
-            event = {
-                "type": "message",
-                "channel": mention["event"]["channel"],
-                "user": "U02BOBMART",
-                "text": text,
-                "ts": at,
-                "event_ts": at,
-                "thread_ts": thread_ts,
-                "channel_type": "channel",
-            }
-            extra.append(
-                {
-                    **mention,
-                    "event": event,
-                    "event_id": f"EvBENCH{index:03d}{offset}",
-                    "event_time": int(float(at)),
-                }
-            )
-            if "anything new" in text:
-                app_mention = {
-                    "type": "app_mention",
-                    "user": "U02BOBMART",
-                    "text": text,
-                    "ts": at,
-                    "channel": event["channel"],
-                    "event_ts": at,
-                    "thread_ts": thread_ts,
-                }
-                extra.append(
-                    {
-                        **mention,
-                        "event": app_mention,
-                        "event_id": f"EvBENCHM{index:03d}",
-                        "event_time": int(float(at)),
-                    }
-                )
-    return extra
+    template = demo_mention(fixture_envelopes)
+    base = int(float(template["event"]["ts"])) + 600
+    return [
+        envelope
+        for index in range(count)
+        for envelope in thread_turn(
+            template,
+            key=f"BENCH{index:03d}",
+            reply_at=f"{base + 60 * index + 30}.000{index:03d}",
+            reply_user="U02BOBMART",
+            reply_text=f"status update {index}",
+            ask_at=f"{base + 60 * index + 45}.000{index:03d}",
+            ask_user="U02BOBMART",
+            question="anything new?",
+        )
+    ]
 
 
 def api_calls() -> tuple[list[str], dict[str, float]]:
