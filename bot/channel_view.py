@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from context import Message
-from tools import ThreadLookup
+from tools import IndexedHistory, SearchScope, ThreadLookup, synced_index
 
 from .engine import ContextEngine
 
@@ -34,3 +34,16 @@ class EngineView:
     def thread(self, thread_ts: str) -> ThreadLookup:
         root, replies, notes = self._engine.thread(self.channel, thread_ts)
         return ThreadLookup(root=root, replies=replies, note=" ".join(notes) or None)
+
+    def search_index(self) -> SearchScope:
+        """The channel's search index: the history's own (serve.py runs an IndexedHistory), else
+        one kept per history and synced from channel_messages() on each search."""
+        history = self._engine.history
+        if isinstance(history, IndexedHistory):
+            self._engine._warm_channel(self.channel)  # as messages() does; once per channel
+            return SearchScope(history.search_index(self.channel), hidden=self._hidden)
+        return SearchScope(
+            synced_index(history, self.channel),
+            hidden=self._hidden,
+            messages=lambda: self._engine.channel_messages(self.channel),
+        )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from slack_sdk import WebClient
 
 from cache import MediaContentCache, RateLimiter
 from manifest_store import SessionStore
+from tools import IndexedHistory
 
 from .answers import NullResponder, Responder
 from .app import build_app
@@ -23,12 +25,34 @@ from .media import MediaFetcher
 from .recipe_runner import RecipeRunner, load_recipe
 from .runtime import Runtime
 from .session import ClaudeResponder, SessionSettings
-from .settings import RunSettings
+from .settings import RunSettings, SettingsError
 from .slack_api import SlackFetcher
 
-__all__ = ["build_runtime", "known_state", "serve"]
+__all__ = ["HISTORY_PER_CHANNEL", "build_runtime", "history_from_env", "known_state", "serve"]
 
 logger = logging.getLogger("chanctx.serve")
+
+HISTORY_PER_CHANNEL = "CHANCTX_HISTORY_PER_CHANNEL"
+DEFAULT_HISTORY_PER_CHANNEL = 5_000
+
+
+def history_from_env(env: Mapping[str, str] | None = None) -> IndexedHistory:
+    """The engine's history: CHANCTX_HISTORY_PER_CHANNEL messages per channel (default 5,000),
+    the window channel_context searches, with its search index kept current on every write."""
+    env = os.environ if env is None else env
+    raw = env.get(HISTORY_PER_CHANNEL, "").strip()
+    bound = DEFAULT_HISTORY_PER_CHANNEL
+    if raw:
+        try:
+            bound = int(raw.replace("_", ""))
+        except ValueError:
+            bound = 0
+        if bound <= 0:
+            raise SettingsError(
+                f"{HISTORY_PER_CHANNEL} must be a positive whole number of messages per channel "
+                f"(e.g. 100000), got {raw!r}."
+            )
+    return IndexedHistory(max_messages_per_channel=bound)
 
 
 def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Runtime:
@@ -37,7 +61,7 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
     auth = client.auth_test()
     me = SelfIdentity(user_id=str(auth.get("user_id", "")), bot_id=str(auth.get("bot_id", "")))
     fetcher = SlackFetcher(client, limiter=RateLimiter(), me=me)
-    engine = ContextEngine(me=me, slack=fetcher)
+    engine = ContextEngine(me=me, slack=fetcher, history=history_from_env())
     responder: Responder = NullResponder()
     if settings is not None and settings.anthropic_api_key:
         home = Path(settings.home).resolve()

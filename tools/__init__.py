@@ -4,12 +4,17 @@ Both are bound to one channel when a :class:`ChannelTools` is created over a
 :class:`ChannelView`; no tool argument can reach another channel (seed 003: scoping is
 structural). ``bot/`` implements ChannelView over its caches; :class:`HistoryView` serves a
 ``cache.ChannelHistory`` directly, for tests and offline use.
+
+``channel_context`` searches a per-channel index kept current as messages arrive
+(:class:`IndexedHistory` feeds it on every write; a view may serve it through the optional
+:class:`SearchableView` method); :class:`Ranking` holds the ranking's weights.
 """
 
 from __future__ import annotations
 
 from ._definitions import CHANNEL_CONTEXT, CHANNEL_MESSAGES
 from ._env import ToolResult
+from ._indexed import IndexedHistory, SearchScope, synced_index
 from ._inputs import ChannelContextInput, ChannelMessagesInput
 from ._outputs import (
     ChannelContextOutput,
@@ -22,8 +27,9 @@ from ._outputs import (
     ThreadOutput,
     ThreadSummary,
 )
+from ._search import Ranking
 from ._tools import DEFAULT_OUTPUT_BUDGET, MIN_OUTPUT_BUDGET, ChannelTools
-from ._view import ChannelView, HistoryView, ThreadLookup
+from ._view import ChannelView, HistoryView, SearchableView, ThreadLookup
 
 __all__ = [
     "CHANNEL_CONTEXT",
@@ -39,11 +45,16 @@ __all__ = [
     "Coverage",
     "FetchedMessage",
     "HistoryView",
+    "IndexedHistory",
     "MediaInfo",
     "MediaOutput",
     "MessagesOutput",
+    "Ranking",
+    "SearchScope",
+    "SearchableView",
     "ThreadLookup",
     "ThreadOutput",
     "ThreadSummary",
     "ToolResult",
+    "synced_index",
 ]

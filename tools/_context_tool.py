@@ -9,9 +9,12 @@ from context.budget import Chunk
 
 from ._env import Env, ToolResult
 from ._fit import fit_ranked
+from ._index import ThreadStats
+from ._indexed import SearchScope, synced_index
 from ._inputs import ChannelContextInput, parse_since
 from ._outputs import ChannelContextOutput, ContextResult, Coverage, ThreadSummary, output_json
-from ._search import Hit, Search, ThreadStats, search, thread_stats
+from ._search import Hit, Search, search
+from ._view import SearchableView
 
 __all__ = ["PER_THREAD", "run_channel_context"]
 
@@ -20,7 +23,7 @@ __all__ = ["PER_THREAD", "run_channel_context"]
 PER_THREAD = 3
 
 
-def _result(hit: Hit, stats: dict[int, ThreadStats], author: Author) -> ContextResult:
+def _result(hit: Hit, stats: dict[int, ThreadStats | None], author: Author) -> ContextResult:
     message = hit.message
     thread = None if message.is_reply else stats.get(ts_key(message.ts))
     return ContextResult(
@@ -44,14 +47,12 @@ def _result(hit: Hit, stats: dict[int, ThreadStats], author: Author) -> ContextR
 
 
 def _coverage(found: Search) -> Coverage:
-    if not found.scanned:
+    if found.time_range is None:
         return Coverage(messages_scanned=0, time_range=None)
-    keys = [ts_key(m.ts) for m in found.scanned]
-    oldest = found.scanned[keys.index(min(keys))]
-    newest = found.scanned[keys.index(max(keys))]
+    oldest, newest = found.time_range
     return Coverage(
-        messages_scanned=len(found.scanned),
-        time_range=(iso_from_ts(oldest.ts), iso_from_ts(newest.ts)),
+        messages_scanned=found.scanned,
+        time_range=(iso_from_ts(oldest), iso_from_ts(newest)),
     )
 
 
@@ -79,34 +80,49 @@ def _note(found: Search, beyond_max: int, omitted: int, cut: int) -> str | None:
     return " ".join(parts) or None
 
 
-def _select(hits: list[Hit], limit: int) -> list[Hit]:
-    chosen: list[Hit] = []
-    per_thread: dict[int, int] = {}
-    for hit in hits:
-        if len(chosen) == limit:
-            break
-        thread = ts_key(hit.message.root_ts)
-        if per_thread.get(thread, 0) < PER_THREAD:
-            per_thread[thread] = per_thread.get(thread, 0) + 1
-            chosen.append(hit)
-    return chosen
+def _scope(env: Env) -> SearchScope:
+    """The channel's index: the view's own if it serves one, else one synced from messages()."""
+    view = env.view
+    if isinstance(view, SearchableView):
+        scope = view.search_index()
+        # An index of another channel, or built with another stemmer, is not this search's.
+        if (
+            scope is not None
+            and scope.index.channel == env.channel
+            and scope.index.stemmer == env.ranking.stemmer
+        ):
+            return scope
+    index = synced_index(view, env.channel, env.ranking.stemmer)
+    return SearchScope(index, messages=view.messages)
 
 
 def run_channel_context(env: Env, args: ChannelContextInput) -> ToolResult:
-    messages = env.messages()
-    stats = thread_stats(messages, env.names)
-    found = search(
-        messages,
-        intent=args.intent,
-        authors=args.authors or (),
-        since=parse_since(args.since) if args.since is not None else None,
-        names=env.names,
-        now=env.now() if env.now is not None else None,
-        stats=stats,
-    )
+    scope = _scope(env)
+    index = scope.index
+    with index.lock:
+        if scope.messages is not None:
+            index.sync(scope.messages(), env.names)
+        index.refresh(env.names)
+        found = search(
+            index,
+            intent=args.intent,
+            authors=args.authors or (),
+            since=parse_since(args.since) if args.since is not None else None,
+            names=env.names,
+            now=env.now() if env.now is not None else None,
+            limit=args.max_results,
+            per_thread=PER_THREAD,
+            hidden=scope.hidden,
+            ranking=env.ranking,
+        )
+        stats = {
+            ts_key(hit.message.ts): index.thread_stats(ts_key(hit.message.ts), env.names)
+            for hit in found.hits
+            if not hit.message.is_reply
+        }
     coverage = _coverage(found)
-    top = _select(found.hits, args.max_results)
-    beyond_max = len(found.hits) - len(top)
+    top = found.hits
+    beyond_max = found.matches - len(top)
     chunks = [
         Chunk(
             key=hit.message.ts,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from context import Message, Names, TokenCounter
 
+from ._search import Ranking
 from ._view import ChannelView
 
 __all__ = ["Env", "ToolResult", "not_found"]
@@ -49,6 +50,7 @@ class Env:
     counter: TokenCounter
     budget: int
     now: Callable[[], float] | None
+    ranking: Ranking = field(default_factory=Ranking)
 
     @property
     def channel(self) -> str:

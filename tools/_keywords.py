@@ -2,9 +2,11 @@
 
 What matters in chat search are the rare words: service names, versions (``v2.30.4``), ticket
 numbers (``#9931``), status codes (``502``). Those are kept whole *and* split into their parts,
-so "checkout" finds "checkout-api" and "9931" finds "#9931". Words get a light suffix strip
-(no stemming library) so "failed", "failing" and "fails" meet at "fail"; it is applied to both
-sides, so only consistency matters, not linguistic correctness.
+so "checkout" finds "checkout-api" and "9931" finds "#9931". Plain words are stemmed with the
+Porter stemmer (:mod:`tools._porter`, no library) so "failed", "failing" and "fails" meet at
+"fail"; it is applied to both sides, so only consistency matters, not linguistic correctness.
+``stemmer="light"`` selects the earlier suffix strip (-ing, -ed, -s, final -e), kept so the
+LoCoMo benchmark can show what Porter gained.
 """
 
 from __future__ import annotations
@@ -12,8 +14,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 
-__all__ = ["STOPWORDS", "Keyword", "keywords", "terms"]
+from ._porter import porter_stem
+
+__all__ = ["STOPWORDS", "Keyword", "Stemmer", "keywords", "terms"]
+
+Stemmer = Literal["porter", "light"]
 
 # A token is a run of word characters that may contain . - / : (inside only, so a sentence's
 # final period is not part of "v2.30.4."), optionally led by "#" (tickets, channels).
@@ -43,9 +50,18 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _KEEP_S = ("ss", "us", "is")
 
 
-def _stem(word: str) -> str:
-    """Strip a common English suffix from a plain ASCII word ("deployed" -> "deploy")."""
-    if len(word) < 4 or not _ASCII_WORD.fullmatch(word):
+def _stem(word: str, stemmer: Stemmer) -> str:
+    """The stem of a plain ASCII word ("deployed" -> "deploi"); other words unchanged."""
+    if not _ASCII_WORD.fullmatch(word):
+        return word
+    if stemmer == "porter":
+        return porter_stem(word)
+    return _light_stem(word)
+
+
+def _light_stem(word: str) -> str:
+    """Strip a common English suffix ("deployed" -> "deploy"): the pre-Porter stemmer."""
+    if len(word) < 4:
         return word
     for suffix in ("ing", "ed"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
@@ -61,28 +77,28 @@ def _stem(word: str) -> str:
 
 
 # Chat reuses a small vocabulary, so caching per token makes indexing several times faster.
-@lru_cache(maxsize=65_536)
-def _expand(token: str) -> tuple[str, ...]:
+@lru_cache(maxsize=131_072)
+def _expand(token: str, stemmer: Stemmer = "porter") -> tuple[str, ...]:
     """A token and, for a compound one, its parts (each a term of its own)."""
     if _PLURAL_NUMBER.fullmatch(token):
         return (token[:-1],)  # "502s" are 502s
-    out = [token if not token.isalpha() else _stem(token)]
+    out = [token if not token.isalpha() else _stem(token, stemmer)]
     if not token.isalnum():
         for part in _PARTS.split(token):
             # Short numbers ("30" of "v2.30.4") would match half the channel: not a term.
             if not part or part in STOPWORDS or (part.isdigit() and len(part) < 3):
                 continue
-            out.append(_stem(part) if part.isalpha() else part)
+            out.append(_stem(part, stemmer) if part.isalpha() else part)
     return tuple(out)
 
 
-def terms(text: str) -> list[str]:
+def terms(text: str, stemmer: Stemmer = "porter") -> list[str]:
     """Every index term of ``text``, in order, repeats kept (BM25 counts them)."""
     out: list[str] = []
     for token in _TOKEN.findall(text.casefold()):
         if token in STOPWORDS:
             continue
-        out.extend(_expand(token))
+        out.extend(_expand(token, stemmer))
     return out
 
 
@@ -103,14 +119,14 @@ class Keyword:
         return self.term in present or (bool(self.parts) and present.issuperset(self.parts))
 
 
-def keywords(intent: str) -> list[Keyword]:
+def keywords(intent: str, stemmer: Stemmer = "porter") -> list[Keyword]:
     """The intent's keywords, in order, each once (by its term), stopwords gone."""
     seen: set[str] = set()
     out: list[Keyword] = []
     for token in _TOKEN.findall(intent.casefold()):
         if token in STOPWORDS or (len(token) < 2 and not token.isdigit()):
             continue
-        term, *parts = _expand(token)
+        term, *parts = _expand(token, stemmer)
         if term in seen:
             continue
         seen.add(term)

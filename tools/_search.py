@@ -1,63 +1,107 @@
-"""channel_context's ranking: BM25 over the channel's messages, plus thread, recency, author.
+"""channel_context's ranking over a channel's :class:`~tools._index.ChannelIndex`.
 
-Deterministic and local (seed 003: no LLM call, no Slack call). The score of a message is
+Deterministic and local (seed 003: no LLM call, no Slack call, no model). The score of a
+message is
 
-    keyword  (0..1)  0.7 * BM25 / best BM25 + 0.3 * share of the intent's keywords it contains
+    keyword  (0..1)  0.7 * BM25 / best BM25 + 0.3 * share of the intent's keywords it
+          contains, each keyword weighted by its idf (a rare word says more than a common one)
   + 0.3 * its thread root's keyword score, for a reply ("thread:" signal): replies are terse
           and lean on the root for their topic ("Found it: pool size was 5" answers "why did
           checkout fail" only through the root that says "checkout is failing")
+  + conversational context ("context:" signal): 0.4 * the keyword score of each of the two
+          messages before it and of the two after it in its conversation (the channel's
+          top-level messages, or its thread), if within 15 minutes per message of it. The
+          answer to a question is usually the message after it, and a topic runs over a few
+          messages, most of which do not repeat its words
+  + 0.3 if the intent names a month or a year and the message was posted then ("date:" signal,
+          UTC): "the outage in March", "what we decided in 2024"
   + 0.3 if the intent asks why and the message states a cause ("because", "found it", ...)
   + 0.6 if an author asked for wrote it
   + 0.25 * recency   (halves every 3 days since the last activity in its thread)
-  + 0.15 * activity  (log of its thread's reply count, relative to the busiest candidate)
+  + 0.15 * activity  (log of its thread's reply count, relative to the busiest thread)
 
-A message is a candidate only if it or its root matched a keyword, or an asked author wrote it;
-an intent with no keywords at all ("what's going on?") makes every message a candidate, ranked
-by recency and activity. Keywords dominate: the rest only reorders messages of similar
-relevance. The share term matters in small channels, where BM25's idf can go negative for a
-word most messages use. The index is rebuilt per call (fine at the 5,000 messages a channel
-history holds).
+BM25 is Okapi BM25 (k1 = 1.2, b = 0.4: chat messages are short and their length says little
+about their topic, so length is normalised only mildly) over Porter-stemmed terms of the text,
+the author's name and file titles; its scores equal rank_bm25.BM25Okapi's on the same corpus.
+
+A message is a candidate only if it or its root matched a keyword, or an asked author wrote
+it: context raises candidates, it never makes one (an exact lookup such as "v2.30.4" must not
+list the chatter around each match). An intent with no keywords at all ("what's going on?")
+makes every message a candidate, ranked by recency and activity (and date). Keywords
+dominate: the rest only reorders messages of similar relevance. The share term matters in small channels, where BM25's idf can
+go negative for a word most messages use (BM25Okapi then floors it at 0.25 * the mean idf).
+BM25's statistics are the whole channel's; ``since`` only filters.
+
+:class:`Ranking` holds every weight; its defaults are the tool's. ``ORIGINAL`` is the ranking
+before the LoCoMo work (light stemmer, k1 = 1.5, b = 0.75, plain share, no context, no date),
+kept so ``bench/locomo.py`` can measure each change (bench/RESULTS.md has the ablation).
+Everything is computed with numpy over the index's columns: the cost follows the number of
+matching messages plus a few vectorised passes, never a Python loop over the channel; the
+Python work per call is for the results shown.
 """
 
 from __future__ import annotations
 
+import calendar
 import math
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
-from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
+import numpy as np
+import numpy.typing as npt
 
 from cache import ts_key
 from context import Message, Names
 from context._render import author_of, text_of
 
-from ._keywords import Keyword, keywords, terms
+from ._index import ChannelIndex
+from ._keywords import Keyword, Stemmer, keywords
 
-__all__ = ["Hit", "Search", "ThreadStats", "search", "thread_stats"]
+__all__ = ["ORIGINAL", "Hit", "Ranking", "Search", "periods", "search"]
 
 _ASKS_WHY = re.compile(r"\b(why|cause[ds]?|reason|root cause|went wrong|what happened)\b")
-_STATES_CAUSE = re.compile(
-    r"\b(because|caused|root cause|due to|found it|turns out|the (issue|problem|culprit) "
-    r"(is|was)|broke|broken by|regression)\b"
-)
-
-KEYWORD_BM25, KEYWORD_SHARE = 0.7, 0.3
-THREAD_SHARE = 0.3
-CAUSE_BOOST = 0.3
-AUTHOR_BOOST = 0.6
-RECENCY_WEIGHT, RECENCY_HALF_LIFE = 0.25, 3 * 86_400.0
-ACTIVITY_WEIGHT = 0.15
 LIVE_THREAD = 86_400.0  # a reply within a day of "now" makes a thread "recent_activity"
+
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
+Bools = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True)
-class ThreadStats:
-    """What the channel knows about one thread: replies seen and the root's own counters."""
+class Ranking:
+    """Every knob of the ranking. The defaults are channel_context's."""
 
-    reply_count: int
-    last_reply_ts: str | None
-    participant_names: tuple[str, ...]
+    stemmer: Stemmer = "porter"
+    k1: float = 1.2
+    b: float = 0.4
+    epsilon: float = 0.25
+    keyword_bm25: float = 0.7
+    keyword_share: float = 0.3
+    share_by_idf: bool = True
+    thread_share: float = 0.3
+    # Weights of the 1st, 2nd, ... message before / after a message in its conversation.
+    context_before: tuple[float, ...] = (0.4, 0.4)
+    context_after: tuple[float, ...] = (0.4, 0.4)
+    context_gap: float = 900.0  # seconds between two messages of one conversation, at most
+    date_boost: float = 0.3
+    cause_boost: float = 0.3
+    author_boost: float = 0.6
+    recency_weight: float = 0.25
+    recency_half_life: float = 3 * 86_400.0
+    activity_weight: float = 0.15
+
+
+ORIGINAL = Ranking(
+    stemmer="light",
+    k1=1.5,
+    b=0.75,
+    share_by_idf=False,
+    context_before=(),
+    context_after=(),
+    date_boost=0.0,
+)
 
 
 @dataclass(frozen=True)
@@ -70,42 +114,88 @@ class Hit:
 
 @dataclass(frozen=True)
 class Search:
-    hits: list[Hit]  # best first, every candidate (the caller applies max_results)
-    scanned: list[Message]  # what was searched, oldest to newest
+    hits: list[Hit]  # best first, at most ``limit``, at most ``per_thread`` from one thread
+    matches: int  # every candidate (hits are the best of them)
+    scanned: int  # messages searched (after ``since``, without hidden ones)
+    time_range: tuple[str, str] | None  # the oldest and newest ts searched
     keywords: list[Keyword]
 
 
-def thread_stats(messages: Iterable[Message], names: Names) -> dict[int, ThreadStats]:
-    """Per thread root (by ts_key): reply count, last reply and participants."""
-    replies: dict[int, list[Message]] = {}
-    roots: dict[int, Message] = {}
-    for message in messages:
-        if message.is_reply:
-            assert message.thread_ts is not None
-            replies.setdefault(ts_key(message.thread_ts), []).append(message)
-        else:
-            roots[ts_key(message.ts)] = message
-    stats: dict[int, ThreadStats] = {}
-    for key, root in roots.items():
-        known = replies.get(key, [])
-        # The root's counters are the platform's; replies seen since may be newer.
-        count = max(root.reply_count, len(known))
-        if count == 0:
+# -- dates in the intent ----------------------------------------------------------------------
+
+_MONTHS = {name.casefold(): number for number, name in enumerate(calendar.month_name) if name}
+_YEAR = r"(?:19|20)\d\d"
+_MONTH_DATE = re.compile(
+    rf"\b(?P<month>{'|'.join(_MONTHS)})\b(?P<day>\s+\d{{1,2}}(?:st|nd|rd|th)?\b)?"
+    rf"(?:\s*,?\s*(?P<year>{_YEAR})\b)?",
+    re.IGNORECASE,
+)
+_DAY_BEFORE = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?$", re.IGNORECASE)
+# A year alone only after a word that makes it one ("in 2024"; not "2000 rps").
+_YEAR_ALONE = re.compile(
+    rf"\b(?:in|during|of|since|from|until|through|throughout|early|late|mid|year)\s+"
+    rf"(?P<year>{_YEAR})\b",
+    re.IGNORECASE,
+)
+
+
+Period = tuple[int | None, int | None]  # (year, month); None: any
+
+
+def periods(intent: str) -> list[Period]:
+    """The (year, month) periods an intent names, in order; None means "any".
+
+    "in July" -> (None, 7); "July 8, 2023" and "8 July 2023" -> (2023, 7); "in 2024" ->
+    (2024, None). "May" is also a verb: it counts only next to a day or a year ("May 8",
+    "8 May", "May 2024"); a year alone only after "in", "during", "since"... ("2000 rps" is no
+    date).
+    """
+    found: list[Period] = []
+    taken: list[tuple[int, int]] = []
+    period: Period
+    for match in _MONTH_DATE.finditer(intent):
+        month = _MONTHS[match["month"].casefold()]
+        day_before = bool(_DAY_BEFORE.search(intent[: match.start()]))
+        if month == 5 and not (match["day"] or match["year"] or day_before):
             continue
-        latest = root.latest_reply
-        for reply in known:
-            if latest is None or ts_key(reply.ts) > ts_key(latest):
-                latest = reply.ts
-        # By first reply, so the order never depends on the order events were recorded in.
-        seen: dict[str, str] = {}
-        for reply in sorted(known, key=lambda r: ts_key(r.ts)):
-            if reply.user_id:
-                seen.setdefault(reply.user_id, author_of(reply, names).display_name)
-        participants: dict[str, str] = {}
-        for user in (*seen, *root.reply_users):
-            participants.setdefault(user, names.users.get(user) or seen.get(user) or user)
-        stats[key] = ThreadStats(count, latest, tuple(participants.values()))
-    return stats
+        taken.append(match.span())
+        period = (int(match["year"]) if match["year"] else None, month)
+        if period not in found:
+            found.append(period)
+    for match in _YEAR_ALONE.finditer(intent):
+        if any(start <= match.start("year") < end for start, end in taken):
+            continue
+        period = (int(match["year"]), None)
+        if period not in found:
+            found.append(period)
+    return found
+
+
+def _label(period: tuple[int | None, int | None]) -> str:
+    year, month = period
+    if month is None:
+        return str(year)
+    name = calendar.month_name[month]
+    return name if year is None else f"{name} {year}"
+
+
+def _in_periods(seconds: Floats, wanted: list[tuple[int | None, int | None]]) -> Ints:
+    """Per message, the index of the first period it was posted in (UTC), or -1."""
+    months = seconds.astype("int64").astype("datetime64[s]").astype("datetime64[M]")
+    since_1970 = months.astype(np.int64)
+    years, month_numbers = since_1970 // 12 + 1970, since_1970 % 12 + 1
+    found = np.full(len(seconds), -1, dtype=np.int64)
+    for number, (year, month) in reversed(list(enumerate(wanted))):
+        match = np.ones(len(seconds), dtype=np.bool_)
+        if year is not None:
+            match &= years == year
+        if month is not None:
+            match &= month_numbers == month
+        found[match] = number
+    return found
+
+
+# -- the ranking ------------------------------------------------------------------------------
 
 
 def _author_keys(message: Message, names: Names) -> set[str]:
@@ -115,100 +205,284 @@ def _author_keys(message: Message, names: Names) -> set[str]:
     return keys - {""}
 
 
-def _document(message: Message, text: str, names: Names) -> list[str]:
-    # The author's name and the file titles are searchable too: "what did Dev post",
-    # "the grafana screenshot".
-    extra = [author_of(message, names).display_name]
-    for ref in message.files:
-        extra.extend(filter(None, (ref.title, ref.filename)))
-    return terms(" ".join([text, *extra]))
+def _keyword_slots(index: ChannelIndex, keyword: Keyword) -> Ints:
+    """The messages that contain ``keyword``: its term, or every one of its parts."""
+    slots = index.bm25.slots_with(keyword.term)
+    if keyword.parts:
+        together = index.bm25.slots_with(keyword.parts[0])
+        for part in keyword.parts[1:]:
+            together = np.intersect1d(together, index.bm25.slots_with(part))
+        slots = np.union1d(slots, together)
+    return slots
 
 
-def _recency(age: float) -> float:
-    return float(0.5 ** (max(age, 0.0) / RECENCY_HALF_LIFE))
+def _keyword_weight(index: ChannelIndex, keyword: Keyword, ranking: Ranking) -> float:
+    if not ranking.share_by_idf:
+        return 1.0
+    idf = index.bm25.idf(keyword.term, epsilon=ranking.epsilon)
+    if not idf and keyword.parts:
+        idf = min(index.bm25.idf(part, epsilon=ranking.epsilon) for part in keyword.parts)
+    return 0.1 + max(idf, 0.0)
 
 
-def _keyword_scores(
-    wanted: list[Keyword], documents: list[list[str]]
-) -> list[tuple[float, list[str]]]:
-    """Per document: its keyword score (0..1) and the keywords (as written) it contains."""
-    # BM25 ranks on the keywords' own terms; word parts only decide whether a keyword matched.
-    query = [k.term for k in wanted]
-    if not query or not any(documents):
-        return [(0.0, [])] * len(documents)
-    raw = [max(float(s), 0.0) for s in BM25Okapi(documents).get_scores(query)]
-    best = max(raw) or 1.0
-    out: list[tuple[float, list[str]]] = []
-    for document, score in zip(documents, raw, strict=True):
-        present = set(document)
-        matched = [k.word for k in wanted if k.found_in(present)]
-        share = len(matched) / len(wanted)
-        out.append(
-            (KEYWORD_BM25 * score / best + KEYWORD_SHARE * share if matched else 0.0, matched)
-        )
+def _context(index: ChannelIndex, keyword: Floats, slots: Ints, ranking: Ranking) -> Floats:
+    """For each of ``slots``, its conversation neighbours' keyword scores, weighted.
+
+    ``keyword`` is dense (one cell per slot, then a 0 for "none"). A neighbour counts if it is
+    within ``distance * context_gap`` seconds of the message. Slot -1 reads the index's
+    sentinel row: no further links, infinitely far away.
+    """
+    rows = index.rows
+    here = rows.ts[slots]
+    total = np.zeros(len(slots), dtype=np.float64)
+    for links, weights in ((rows.prev, ranking.context_before), (rows.next, ranking.context_after)):
+        current: npt.NDArray[np.integer[Any]] = slots
+        for distance, weight in enumerate(weights, start=1):
+            current = links[current]
+            near = np.abs(rows.ts[current] - here) <= distance * ranking.context_gap
+            total += weight * keyword[current] * near
+    return total
+
+
+def _neighbours(index: ChannelIndex, slot: int, ranking: Ranking) -> list[int]:
+    """The neighbours whose keyword score a message's context counts, as in :func:`_context`."""
+    out: list[int] = []
+    ts = index.rows.ts
+    for links, weights in (
+        (index.rows.prev, ranking.context_before),
+        (index.rows.next, ranking.context_after),
+    ):
+        current = slot
+        for distance, weight in enumerate(weights, start=1):
+            current = int(links[current])
+            if current < 0:
+                break
+            if weight and abs(float(ts[current]) - float(ts[slot])) <= (
+                distance * ranking.context_gap
+            ):
+                out.append(current)
     return out
 
 
 def search(
-    messages: Sequence[Message],
+    index: ChannelIndex,
     *,
     intent: str,
     authors: Sequence[str],
     since: float | None,
     names: Names,
     now: float | None,
-    stats: dict[int, ThreadStats],
+    limit: int,
+    per_thread: int,
+    hidden: frozenset[str] = frozenset(),
+    ranking: Ranking | None = None,
 ) -> Search:
-    """Rank ``messages`` (this channel's, not deleted, oldest to newest) for ``intent``."""
-    scanned = [m for m in messages if since is None or float(m.ts) >= since]
-    wanted = keywords(intent)
+    """The best ``limit`` messages of ``index`` for ``intent`` (the caller holds index.lock).
+
+    Sparse throughout: the work follows the messages that match (postings), plus a few
+    vectorised passes over the per-slot columns; there is no loop over the channel.
+    """
+    ranking = ranking or Ranking()
+    if ranking.stemmer != index.stemmer:
+        ranking = replace(ranking, stemmer=index.stemmer)
+    wanted = keywords(intent, index.stemmer)
+    scanned, oldest, newest = index.window(since, hidden)
     if not scanned:
-        return Search([], scanned, wanted)
-    reference = now if now is not None else max(float(m.ts) for m in messages)
-    texts = [text_of(m, names) for m in scanned]
-    own = _keyword_scores(
-        wanted, [_document(m, t, names) for m, t in zip(scanned, texts, strict=True)]
+        return Search([], 0, 0, None, wanted)
+    time_range = (index.message(oldest).ts, index.message(newest).ts)
+    rows = index.rows
+    capacity = index.capacity
+    hidden_slots = np.array(
+        [slot for slot in map(index.slot, hidden) if slot is not None], dtype=np.int64
     )
-    root_at = {ts_key(m.ts): i for i, m in enumerate(scanned) if not m.is_reply}
-    asks_why = bool(_ASKS_WHY.search(intent.casefold()))
+
+    def in_window(slots: Ints) -> Ints:
+        keep = slots[rows.ts[slots] >= since] if since is not None else slots
+        return np.setdiff1d(keep, hidden_slots) if len(hidden_slots) else keep
+
+    # Dense keyword scores (0 where no keyword matched), one extra cell for "no slot" (-1).
+    keyword = np.zeros(capacity + 1, dtype=np.float64)
+    chosen_mask = np.zeros(capacity + 1, dtype=np.bool_)
+    if wanted:
+        # A message matches a keyword if it holds its term, or (a compound keyword written
+        # apart, "checkout api") all of its parts.
+        keyword_slots = [_keyword_slots(index, k) for k in wanted]
+        for found in keyword_slots:
+            chosen_mask[found] = True
+        matched = in_window(np.flatnonzero(chosen_mask[:capacity]))
+        chosen_mask[:] = False
+        weights = [_keyword_weight(index, k, ranking) for k in wanted]
+        share = np.zeros(capacity + 1, dtype=np.float64)
+        for found, weight in zip(keyword_slots, weights, strict=True):
+            share[found] += weight
+        bm25 = index.bm25.dense_scores(
+            [k.term for k in wanted], k1=ranking.k1, b=ranking.b, epsilon=ranking.epsilon
+        )[matched]
+        bm25 = np.maximum(bm25, 0.0)
+        best = float(bm25.max()) if len(bm25) else 0.0
+        keyword[matched] = ranking.keyword_bm25 * bm25 / (best or 1.0) + (
+            ranking.keyword_share * share[matched] / sum(weights)
+        )
+        chosen_mask[matched] = True
+        if ranking.thread_share:
+            # A reply whose root matched is a candidate too (slot -1 reads the extra cell).
+            chosen_mask[:capacity] |= chosen_mask[rows.root[:capacity]]
     asked = {a.strip().lstrip("@").casefold() for a in authors} - {""}
-    threads = [stats.get(ts_key(m.root_ts)) for m in scanned]
-    busiest = max((t.reply_count for t in threads if t is not None), default=0)
+    codes = [
+        code
+        for code, message in enumerate(index.author_messages())
+        if asked and not asked.isdisjoint(_author_keys(message, names))
+    ]
+    if codes:
+        chosen_mask[:capacity] |= np.isin(rows.author[:capacity], codes)
+    if not wanted:
+        chosen_mask[:capacity] = rows.live[:capacity]
+    candidates = in_window(np.flatnonzero(chosen_mask[:capacity]))
+    if not len(candidates):
+        return Search([], 0, scanned, time_range, wanted)
+
+    tid = rows.tid[candidates]
+    has_thread = tid >= 0
+    safe_tid = np.where(has_thread, tid, 0)
+    last_reply = np.where(has_thread, index.threads.last[safe_tid], 0.0)
+    reply_count = np.where(has_thread, index.threads.count[safe_tid], 0.0)
+    busiest = _busiest(index, since)
+    activity = np.log1p(reply_count) / math.log1p(busiest) if busiest else np.zeros(len(tid))
+    reference = now if now is not None else float(rows.ts[_newest(index, hidden)])
+    last = np.maximum(rows.ts[candidates], last_reply)
+    recency = 0.5 ** (np.maximum(reference - last, 0.0) / ranking.recency_half_life)
+    asks_why = bool(_ASKS_WHY.search(intent.casefold())) and bool(ranking.cause_boost)
+    explains = rows.cause[candidates] & asks_why
+    named = periods(intent) if ranking.date_boost else []
+    period_of = _in_periods(rows.ts[candidates], named) if named else np.full(len(candidates), -1)
+    authored = np.isin(rows.author[candidates], codes) if codes else np.zeros(len(candidates), bool)
+    own = keyword[candidates]
+    thread = keyword[rows.root[candidates]] if wanted else np.zeros(len(candidates))
+    context = (
+        _context(index, keyword, candidates, ranking)
+        if wanted and (ranking.context_before or ranking.context_after)
+        else np.zeros(len(candidates))
+    )
+    total = (
+        own
+        + ranking.thread_share * thread
+        + context
+        + ranking.date_boost * (period_of >= 0)
+        + ranking.cause_boost * explains
+        + ranking.author_boost * authored
+        + ranking.recency_weight * recency
+        + ranking.activity_weight * activity
+    )
+    # Rounded scores make the order independent of float summation order; ties go to the newer.
+    rounded = np.round(total, 9)
+    chosen = _choose(index, candidates, rounded, rows.key[candidates], limit, per_thread)
 
     hits: list[Hit] = []
-    for index, (message, text, thread) in enumerate(zip(scanned, texts, threads, strict=True)):
-        keyword, matched = own[index]
-        root = root_at.get(ts_key(message.root_ts)) if message.is_reply else None
-        inherited, via_thread = own[root] if root is not None else (0.0, [])
-        by_author = bool(asked) and not asked.isdisjoint(_author_keys(message, names))
-        if wanted and not matched and not via_thread and not by_author:
-            continue
-        explains = asks_why and bool(_STATES_CAUSE.search(text.casefold()))
-        last = max(float(message.ts), float(thread.last_reply_ts or 0) if thread else 0.0)
-        replies = thread.reply_count if thread else 0
-        activity = math.log1p(replies) / math.log1p(busiest) if busiest else 0.0
-        score = (
-            keyword
-            + THREAD_SHARE * inherited
-            + (CAUSE_BOOST if explains else 0.0)
-            + (AUTHOR_BOOST if by_author else 0.0)
-            + RECENCY_WEIGHT * _recency(reference - last)
-            + ACTIVITY_WEIGHT * activity
+    for position in chosen:
+        slot = int(candidates[position])
+        message = index.message(slot)
+        signals = _signals(
+            index,
+            slot,
+            wanted,
+            ranking,
+            keyword,
+            thread=bool(ranking.thread_share and thread[position] > 0),
+            context=bool(context[position] > 0),
+            period=named[int(period_of[position])] if period_of[position] >= 0 else None,
+            explains=bool(explains[position]),
+            author=author_of(message, names).display_name if authored[position] else None,
+            live_thread=bool(
+                last_reply[position] and reference - last_reply[position] <= LIVE_THREAD
+            ),
         )
-        signals = []
-        if matched:
-            signals.append("keyword:" + ",".join(matched))
-        if via_thread:
-            signals.append("thread:" + ",".join(via_thread))
-        if explains:
-            signals.append("states_cause")
-        if by_author:
-            signals.append("author:" + author_of(message, names).display_name)
-        last_reply = thread.last_reply_ts if thread else None
-        if last_reply is not None and reference - float(last_reply) <= LIVE_THREAD:
-            signals.append("recent_activity")
-        hits.append(Hit(message, text, round(score, 9), "; ".join(signals) or "recency"))
+        hits.append(Hit(message, text_of(message, names), float(rounded[position]), signals))
+    return Search(hits, len(candidates), scanned, time_range, wanted)
 
-    # Rounded scores make the order independent of float summation order; ties go to the newer.
-    hits.sort(key=lambda h: (-h.score, -ts_key(h.message.ts)))
-    return Search(hits, scanned, wanted)
+
+def _busiest(index: ChannelIndex, since: float | None) -> float:
+    """The most replies of a thread with a message in the window (its newest >= since)."""
+    threads = index.threads
+    if since is None:
+        return float(threads.count.max()) if len(threads.count) else 0.0
+    roots = threads.root
+    root_ts = np.where(roots >= 0, index.rows.ts[np.maximum(roots, 0)], 0.0)
+    active = np.maximum(root_ts, threads.last) >= since
+    return float(threads.count[active].max()) if active.any() else 0.0
+
+
+def _newest(index: ChannelIndex, hidden: frozenset[str]) -> int:
+    """The slot of the newest message that is not hidden (the window is not empty)."""
+    return index.window(None, hidden)[2]
+
+
+def _choose(
+    index: ChannelIndex,
+    candidates: Ints,
+    rounded: Floats,
+    keys: Ints,
+    limit: int,
+    per_thread: int,
+) -> list[int]:
+    """Positions (into ``candidates``) of the best ``limit``, at most ``per_thread`` a thread."""
+    count = len(candidates)
+    take = min(count, max(4 * limit, 32))
+    while True:
+        if take < count:
+            threshold = np.partition(rounded, count - take)[count - take]
+            subset = np.flatnonzero(rounded >= threshold)  # ties at the edge all come along
+        else:
+            subset = np.arange(count)
+        order = subset[np.lexsort((-keys[subset], -rounded[subset]))]
+        chosen: list[int] = []
+        per: dict[int, int] = {}
+        for position in order:
+            if len(chosen) == limit:
+                break
+            thread = ts_key(index.message(int(candidates[position])).root_ts)
+            if per.get(thread, 0) < per_thread:
+                per[thread] = per.get(thread, 0) + 1
+                chosen.append(int(position))
+        if len(chosen) == limit or take >= count:
+            return chosen
+        take = min(count, take * 4)
+
+
+def _signals(
+    index: ChannelIndex,
+    slot: int,
+    wanted: list[Keyword],
+    ranking: Ranking,
+    keyword: Floats,
+    *,
+    thread: bool,
+    context: bool,
+    period: tuple[int | None, int | None] | None,
+    explains: bool,
+    author: str | None,
+    live_thread: bool,
+) -> str:
+    """Why a message ranks: every signal that added to its score, in a fixed order."""
+
+    def words(slots: list[int]) -> list[str]:
+        found = [frozenset(index.bm25.terms_of(one)) for one in slots]
+        return [k.word for k in wanted if any(k.found_in(present) for present in found)]
+
+    signals: list[str] = []
+    own = words([slot])
+    if own:
+        signals.append("keyword:" + ",".join(own))
+    if thread:
+        signals.append("thread:" + ",".join(words([int(index.rows.root[slot])])))
+    if context:
+        near = [n for n in _neighbours(index, slot, ranking) if keyword[n] > 0]
+        signals.append("context:" + ",".join(words(near)))
+    if period is not None:
+        signals.append("date:" + _label(period))
+    if explains:
+        signals.append("states_cause")
+    if author is not None:
+        signals.append("author:" + author)
+    if live_thread:
+        signals.append("recent_activity")
+    return "; ".join(signals) or "recency"

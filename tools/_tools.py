@@ -12,6 +12,7 @@ from ._definitions import CHANNEL_CONTEXT, CHANNEL_MESSAGES, definitions
 from ._env import Env, ToolResult
 from ._inputs import ChannelContextInput, ChannelMessagesInput, parse_input, short_repr
 from ._messages_tool import run_channel_messages
+from ._search import Ranking
 from ._view import ChannelView
 
 __all__ = ["DEFAULT_OUTPUT_BUDGET", "MIN_OUTPUT_BUDGET", "ChannelTools"]
@@ -29,6 +30,8 @@ class ChannelTools:
     saying what was wrong. Every successful answer's JSON counts at most
     ``output_budget_tokens`` with ``counter``. ``now`` (seconds since the epoch) anchors
     recency; without it the newest message does, which keeps replays deterministic.
+    ``ranking`` sets channel_context's weights (``tools._search.Ranking``; the defaults are
+    the tuned ones).
     """
 
     def __init__(
@@ -39,6 +42,7 @@ class ChannelTools:
         counter: TokenCounter | None = None,
         output_budget_tokens: int = DEFAULT_OUTPUT_BUDGET,
         now: Callable[[], float] | None = None,
+        ranking: Ranking | None = None,
     ) -> None:
         if isinstance(output_budget_tokens, bool) or output_budget_tokens < MIN_OUTPUT_BUDGET:
             raise BudgetError(
@@ -50,6 +54,7 @@ class ChannelTools:
             counter=counter or default_counter(),
             budget=output_budget_tokens,
             now=now,
+            ranking=ranking or Ranking(),
         )
 
     @property

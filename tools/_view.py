@@ -14,7 +14,9 @@ from typing import Protocol, runtime_checkable
 from cache import ChannelHistory
 from context import Message
 
-__all__ = ["ChannelView", "HistoryView", "ThreadLookup"]
+from ._indexed import IndexedHistory, SearchScope, synced_index
+
+__all__ = ["ChannelView", "HistoryView", "SearchableView", "ThreadLookup"]
 
 
 @dataclass(frozen=True)
@@ -48,10 +50,25 @@ class ChannelView(Protocol):
         ...
 
 
+@runtime_checkable
+class SearchableView(ChannelView, Protocol):
+    """A ChannelView that also serves its channel's search index (optional for a view).
+
+    ``channel_context`` then searches that index instead of indexing ``messages()`` itself;
+    a view without it still works, through an index synced from ``messages()`` on each call.
+    """
+
+    def search_index(self) -> SearchScope | None:
+        """The channel's search index, or None to let the tool index ``messages()``."""
+        ...
+
+
 class HistoryView:
     """A :class:`ChannelView` over an in-memory :class:`cache.ChannelHistory`; never fetches.
 
-    For tests and offline use. ``messages()`` is built from the history's public reads, so it
+    For tests and offline use. Over an :class:`IndexedHistory` search reads the index the
+    history keeps current; over a plain ChannelHistory it syncs one from ``messages()``.
+    ``messages()`` is built from the history's public reads, so it
     holds the visible timeline plus the known replies of the threads rooted in it; replies of a
     deleted (tombstoned) or evicted root are not reachable that way and are left out.
     """
@@ -75,3 +92,9 @@ class HistoryView:
             root=self._history.get(self._channel, thread_ts),
             replies=self._history.replies(self._channel, thread_ts),
         )
+
+    def search_index(self) -> SearchScope:
+        """The history's own index if it keeps one (IndexedHistory), else one synced from it."""
+        if isinstance(self._history, IndexedHistory):
+            return SearchScope(self._history.search_index(self._channel))
+        return SearchScope(synced_index(self._history, self._channel), messages=self.messages)

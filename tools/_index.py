@@ -1,0 +1,587 @@
+"""A channel's search index, kept current message by message: what channel_context ranks from.
+
+It holds the channel's live messages (deleted ones leave it) and, per message, what the ranking
+reads: the BM25 document (text, author's name, file titles, through :func:`terms`), the time,
+the author, the thread and the messages next to it in its conversation. Messages get a *slot*
+(a small int); the per-message facts are numpy arrays indexed by slot, so the ranking computes
+over thousands of matches without a Python loop per message.
+
+Three ways to keep it current, all incremental (no full rebuild per message):
+
+* :meth:`ChannelIndex.upsert` / :meth:`ChannelIndex.remove`: one message at a time;
+* :meth:`ChannelIndex.queue` then :meth:`ChannelIndex.refresh`: a writer (the cache, on every
+  record, edit and delete) queues changes in O(1) and the next search applies them, so the
+  writer never tokenises and never resolves display names (which may call Slack);
+* :meth:`ChannelIndex.sync`: for a view that can only list its messages; it diffs the list
+  against the index by object identity and applies only what changed.
+
+Conversations: a top-level message's neighbours are the top-level messages before and after it
+in the channel; a reply's are the replies before and after it in its thread. Threads: replies
+are grouped by their root, whose reply count and last reply feed recency and activity (the
+rule is :meth:`ChannelIndex.thread_stats`'s).
+
+Not thread-safe by itself: hold :attr:`ChannelIndex.lock` around refresh, sync and reads
+(``queue`` may be called from any thread at any time).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from cache import ts_key
+from context import Message, Names
+from context._render import author_of, text_of
+
+from ._bm25 import BM25Index
+from ._keywords import Stemmer, terms
+
+__all__ = ["STATES_CAUSE", "ChannelIndex", "SortedKeys", "ThreadStats", "document_terms"]
+
+STATES_CAUSE = re.compile(
+    r"\b(because|caused|root cause|due to|found it|turns out|the (issue|problem|culprit) "
+    r"(is|was)|broke|broken by|regression)\b"
+)
+_CHANNEL_STREAM = -1  # the stream of top-level messages; a thread's stream is its root key
+_NONE = -1
+
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
+Ints32 = npt.NDArray[np.int32]
+Bools = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class ThreadStats:
+    """What the channel knows about one thread: replies seen and the root's own counters."""
+
+    reply_count: int
+    last_reply_ts: str | None
+    participant_names: tuple[str, ...]
+
+
+def document_terms(message: Message, text: str, names: Names, stemmer: Stemmer) -> list[str]:
+    """The BM25 document of a message: its text, its author's name and its files' titles."""
+    # The author's name and the file titles are searchable too: "what did Dev post",
+    # "the grafana screenshot".
+    extra = [author_of(message, names).display_name]
+    for ref in message.files:
+        extra.extend(filter(None, (ref.title, ref.filename)))
+    return terms(" ".join([text, *extra]), stemmer)
+
+
+def _same_document(old: Message, new: Message) -> bool:
+    """Would ``new`` be indexed exactly like ``old`` (only counters or reactions differ)?"""
+    return (
+        old.text == new.text
+        and old.files == new.files
+        and old.user_id == new.user_id
+        and old.bot_id == new.bot_id
+        and old.author_name == new.author_name
+        and old.is_reply == new.is_reply
+        and old.root_ts == new.root_ts
+    )
+
+
+def _has_thread(message: Message) -> bool:
+    return message.is_reply or message.thread_ts is not None or message.reply_count > 0
+
+
+def _author_key(message: Message) -> tuple[str, str | None]:
+    return (message.user_id or message.bot_id or "", message.author_name)
+
+
+class SortedKeys:
+    """Ascending ints (ts keys) with a cheap removal of the oldest.
+
+    Chat appends at the end and evicts from the front; deleting the front of a 100,000-item
+    list would move every item, so the front only advances ``head`` and the dead prefix is cut
+    off in bulk (as ``cache.ChannelHistory`` does).
+    """
+
+    __slots__ = ("_head", "_keys")
+
+    def __init__(self) -> None:
+        self._keys: list[int] = []
+        self._head = 0
+
+    def __len__(self) -> int:
+        return len(self._keys) - self._head
+
+    def __getitem__(self, position: int) -> int:
+        return self._keys[self._head + position if position >= 0 else position]
+
+    def bisect(self, value: float, key: Callable[[int], float] | None = None) -> int:
+        """The position of the first item >= ``value`` (compared through ``key`` if given)."""
+        return bisect_left(self._keys, value, self._head, key=key) - self._head
+
+    def insert(self, item: int) -> int:
+        """Insert ``item`` unless present; returns its position."""
+        keys = self._keys
+        if len(keys) == self._head or item > keys[-1]:
+            keys.append(item)
+            return len(keys) - 1 - self._head
+        position = bisect_left(keys, item, self._head)
+        if keys[position] != item:
+            keys.insert(position, item)
+        return position - self._head
+
+    def remove(self, item: int) -> bool:
+        """Remove ``item``; False if it was not there."""
+        position = bisect_left(self._keys, item, self._head)
+        if position == len(self._keys) or self._keys[position] != item:
+            return False
+        if position == self._head:
+            self._head += 1
+            self._compact()
+        else:
+            del self._keys[position]
+        return True
+
+    def pop_oldest(self, count: int) -> list[int]:
+        """Remove and return the ``count`` smallest items."""
+        gone = self._keys[self._head : self._head + count]
+        self._head += len(gone)
+        self._compact()
+        return gone
+
+    def _compact(self) -> None:
+        if self._head == len(self._keys):
+            self._keys.clear()
+            self._head = 0
+        elif self._head >= 1024 and 2 * self._head >= len(self._keys):
+            del self._keys[: self._head]
+            self._head = 0
+
+
+def _grown(column: npt.NDArray[Any], used: int, size: int, fill: object) -> npt.NDArray[Any]:
+    """``column``'s first ``used`` cells in a new column of ``size`` cells, the rest ``fill``."""
+    out = np.full(size, fill, dtype=column.dtype)
+    out[:used] = column[:used]
+    return out
+
+
+class Rows:
+    """Per-slot columns (numpy, grown by doubling). Free slots hold the fill values.
+
+    Each column has one extra cell at the end, the sentinel: what slot -1 ("none") reads in a
+    gather, with no links (-1), no thread and ``ts`` = +inf (infinitely far from any message).
+    """
+
+    def __init__(self, capacity: int = 64) -> None:
+        size = capacity + 1
+        self.ts: Floats = np.zeros(size, dtype=np.float64)  # seconds since the epoch
+        self.key: Ints = np.zeros(size, dtype=np.int64)  # cache.ts_key: exact order
+        self.tid: Ints32 = np.full(size, _NONE, dtype=np.int32)  # thread id, or -1
+        self.root: Ints32 = np.full(size, _NONE, dtype=np.int32)  # a reply's root's slot
+        self.author: Ints32 = np.full(size, _NONE, dtype=np.int32)  # author code
+        self.cause: Bools = np.zeros(size, dtype=np.bool_)  # states a cause
+        self.prev: Ints32 = np.full(size, _NONE, dtype=np.int32)  # in its conversation
+        self.next: Ints32 = np.full(size, _NONE, dtype=np.int32)
+        self.live: Bools = np.zeros(size, dtype=np.bool_)
+        self.ts[-1] = np.inf
+
+    @property
+    def capacity(self) -> int:
+        return len(self.ts) - 1
+
+    def ensure(self, slot: int) -> None:
+        if slot < self.capacity:
+            return
+        size = max(slot + 1, 2 * self.capacity) + 1
+        used = self.capacity
+        self.ts, self.key = _grown(self.ts, used, size, 0), _grown(self.key, used, size, 0)
+        self.tid = _grown(self.tid, used, size, _NONE)
+        self.root = _grown(self.root, used, size, _NONE)
+        self.author = _grown(self.author, used, size, _NONE)
+        self.cause = _grown(self.cause, used, size, False)
+        self.prev = _grown(self.prev, used, size, _NONE)
+        self.next = _grown(self.next, used, size, _NONE)
+        self.live = _grown(self.live, used, size, False)
+        self.ts[-1] = np.inf
+
+    def clear(self, slot: int) -> None:
+        self.ts[slot], self.key[slot], self.cause[slot] = 0, 0, False
+        self.tid[slot] = self.author[slot] = self.prev[slot] = self.next[slot] = _NONE
+        self.root[slot] = _NONE
+        self.live[slot] = False
+
+
+class Threads:
+    """Per-thread columns: the root's slot (or -1), reply count and last reply (0: none)."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.root: Ints32 = np.full(capacity, _NONE, dtype=np.int32)
+        self.count: Floats = np.zeros(capacity, dtype=np.float64)
+        self.last: Floats = np.zeros(capacity, dtype=np.float64)
+
+    def ensure(self, tid: int) -> None:
+        if tid < len(self.root):
+            return
+        used = len(self.root)
+        size = max(tid + 1, 2 * used)
+        self.root = _grown(self.root, used, size, _NONE)
+        self.count = _grown(self.count, used, size, 0.0)
+        self.last = _grown(self.last, used, size, 0.0)
+
+    def clear(self, tid: int) -> None:
+        self.root[tid], self.count[tid], self.last[tid] = _NONE, 0.0, 0.0
+
+
+class ChannelIndex:
+    """The live messages of one channel, indexed for :func:`tools._search.search`."""
+
+    def __init__(self, channel: str, *, stemmer: Stemmer = "porter") -> None:
+        self.channel = channel
+        self.stemmer: Stemmer = stemmer
+        self.lock = threading.RLock()
+        self.bm25 = BM25Index()
+        self._pending: dict[int, Message | None] = {}
+        self._pending_lock = threading.Lock()
+        self._synced: list[Message] = []
+        # id(message object) -> its key, for sync's diff; None until sync is first used (an
+        # index fed by queue never needs it).
+        self._ids: dict[int, int] | None = None
+
+        self._slot_of: dict[int, int] = {}  # ts key -> slot
+        self._messages: list[Message | None] = []
+        self._free: list[int] = []
+        self.rows = Rows()
+        self._order = SortedKeys()  # keys of every indexed message
+        self._streams: dict[int, SortedKeys] = {}  # stream -> its keys
+
+        self._authors: dict[tuple[str, str | None], int] = {}
+        self._author_messages: list[Message] = []  # one message per author code
+
+        self._tid_of: dict[int, int] = {}  # root key -> thread id
+        self._thread_keys: list[int] = []  # thread id -> root key
+        self._thread_replies: list[list[int]] = []  # thread id -> its known reply keys, sorted
+        self._free_tids: list[int] = []
+        self.threads = Threads()
+
+    # -- columns the ranking reads (valid until the next write) -----------------------------
+
+    @property
+    def capacity(self) -> int:
+        return self.rows.capacity
+
+    def message(self, slot: int) -> Message:
+        found = self._messages[slot]
+        assert found is not None, f"slot {slot} is free"
+        return found
+
+    def slot(self, ts: str) -> int | None:
+        return self._slot_of.get(ts_key(ts))
+
+    def __len__(self) -> int:
+        return len(self._slot_of)
+
+    def window(self, since: float | None, hidden: Iterable[str] = ()) -> tuple[int, int, int]:
+        """(count, oldest slot, newest slot) of the messages with float(ts) >= ``since``.
+
+        ``hidden`` ts are left out. (0, -1, -1) when there are none.
+        """
+        order = self._order
+        start = 0
+        if since is not None:  # float(ts) is monotone in the key: bisect on it
+            ts, slot_of = self.rows.ts, self._slot_of
+            start = order.bisect(since, key=lambda key: float(ts[slot_of[key]]))
+        skip = set()
+        for key in map(ts_key, hidden):
+            position = order.bisect(key)
+            if position >= start and position < len(order) and order[position] == key:
+                skip.add(position)
+        count = len(order) - start - len(skip)
+        if count <= 0:
+            return 0, -1, -1
+        oldest = next(i for i in range(start, len(order)) if i not in skip)
+        newest = next(i for i in range(len(order) - 1, start - 1, -1) if i not in skip)
+        return count, self._slot_of[order[oldest]], self._slot_of[order[newest]]
+
+    def author_messages(self) -> list[Message]:
+        """One message per author code (index = code), to resolve authors' names."""
+        return self._author_messages
+
+    def thread_stats(self, root_key: int, names: Names) -> ThreadStats | None:
+        """Replies (the root's count, or the replies known if more), last reply, participants.
+
+        None when the root is not indexed or the thread has no reply. The root's counters are
+        the platform's; replies seen since may be newer. Participants in order of first reply,
+        then the root's ``reply_users``.
+        """
+        tid = self._tid_of.get(root_key)
+        if tid is None:
+            return None
+        root_slot = int(self.threads.root[tid])
+        if root_slot == _NONE:
+            return None
+        root = self.message(root_slot)
+        known = [self.message(self._slot_of[key]) for key in self._thread_replies[tid]]
+        count = max(root.reply_count, len(known))
+        if count == 0:
+            return None
+        latest = root.latest_reply
+        if known and (latest is None or ts_key(known[-1].ts) > ts_key(latest)):
+            latest = known[-1].ts
+        seen: dict[str, str] = {}
+        for reply in known:
+            if reply.user_id:
+                seen.setdefault(reply.user_id, author_of(reply, names).display_name)
+        participants: dict[str, str] = {}
+        for user in (*seen, *root.reply_users):
+            participants.setdefault(user, names.users.get(user) or seen.get(user) or user)
+        return ThreadStats(count, latest, tuple(participants.values()))
+
+    # -- feeding ------------------------------------------------------------------------------
+
+    def queue(self, key: int, message: Message | None) -> None:
+        """Note that the message at ``key`` is now ``message`` (None: gone); thread-safe, O(1).
+
+        Applied by the next :meth:`refresh`. A deleted message or another channel's counts as
+        gone.
+        """
+        with self._pending_lock:
+            self._pending[key] = message
+
+    def refresh(self, names: Names) -> int:
+        """Apply the queued changes (oldest key first); returns how many there were."""
+        with self._pending_lock:
+            pending, self._pending = self._pending, {}
+        for key in sorted(pending):
+            message = pending[key]
+            if message is None or message.deleted or message.channel != self.channel:
+                self._remove_key(key)
+            else:
+                self.upsert(message, names)
+        return len(pending)
+
+    def sync(self, messages: Sequence[Message], names: Names) -> None:
+        """Make the index hold exactly the live messages of this channel among ``messages``.
+
+        A view's ``messages()`` returns the same objects for messages that did not change
+        (frozen models are replaced on every change), so an unchanged list costs one list
+        comparison (identical items compare without a call) and a changed one a diff by object
+        identity plus the changed messages' work.
+        """
+        listed = list(messages)
+        if listed == self._synced:
+            return
+        if self._ids is None:
+            self._ids = {id(m): ts_key(m.ts) for m in self._messages if m is not None}
+        ids = self._ids
+        current = dict(zip(map(id, listed), listed, strict=True))
+        gone = [ids[i] for i in ids.keys() - current.keys()]
+        added = [current[i] for i in current.keys() - ids.keys()]
+        added.sort(key=lambda m: ts_key(m.ts))
+        for message in added:
+            if message.deleted or message.channel != self.channel:
+                continue
+            self.upsert(message, names)
+        kept = {ts_key(m.ts) for m in added if not m.deleted and m.channel == self.channel}
+        for key in gone:
+            if key not in kept:
+                self._remove_key(key)
+        self._synced = listed
+
+    def upsert(self, message: Message, names: Names) -> None:
+        """Index ``message`` (a live message of this channel), replacing its older version."""
+        if message.channel != self.channel or message.deleted:
+            raise ValueError("only this channel's live messages can be indexed")
+        key = ts_key(message.ts)
+        slot = self._slot_of.get(key)
+        if slot is not None:
+            old = self.message(slot)
+            if old is message:
+                return
+            if _same_document(old, message):
+                self._replace(slot, old, message)
+                return
+            self._remove_slot(slot)
+        self._add(message, key, names)
+
+    def remove(self, ts: str) -> None:
+        """Forget the message at ``ts`` (deleted or evicted); unknown ts are ignored."""
+        self._remove_key(ts_key(ts))
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _add(self, message: Message, key: int, names: Names) -> None:
+        slot = self._free.pop() if self._free else len(self._messages)
+        if slot == len(self._messages):
+            self._messages.append(None)
+        self.rows.ensure(slot)
+        self._messages[slot] = message
+        if self._ids is not None:
+            self._ids[id(message)] = key
+        self._slot_of[key] = slot
+        text = text_of(message, names)
+        self.bm25.add(slot, document_terms(message, text, names, self.stemmer))
+        rows = self.rows
+        rows.ts[slot] = float(message.ts)
+        rows.key[slot] = key
+        rows.author[slot] = self._author_code(message)
+        rows.cause[slot] = bool(STATES_CAUSE.search(text.casefold()))
+        rows.live[slot] = True
+        self._order.insert(key)
+        self._link(slot, key, message)
+        self._join_thread(slot, key, message)
+
+    def _replace(self, slot: int, old: Message, new: Message) -> None:
+        # Same document, same thread: only the thread counters (or reactions) changed.
+        self._messages[slot] = new
+        if self._ids is not None:
+            self._ids.pop(id(old), None)
+            self._ids[id(new)] = ts_key(new.ts)
+        if not new.is_reply:
+            key = ts_key(new.ts)
+            tid = self._tid_of.get(key)
+            if tid is None and _has_thread(new):
+                tid = self._thread(key, create=True)
+            if tid is not None:
+                self.rows.tid[slot] = tid
+                self._set_root(tid, slot)
+                self._restat(tid)
+
+    def _remove_key(self, key: int) -> None:
+        slot = self._slot_of.get(key)
+        if slot is not None:
+            self._remove_slot(slot)
+
+    def _remove_slot(self, slot: int) -> None:
+        message = self.message(slot)
+        key = ts_key(message.ts)
+        self.bm25.remove(slot)
+        self._unlink(slot, key, message)
+        self._leave_thread(slot, key, message)
+        self._order.remove(key)
+        del self._slot_of[key]
+        if self._ids is not None:
+            self._ids.pop(id(message), None)
+        self._messages[slot] = None
+        self.rows.clear(slot)
+        self._free.append(slot)
+
+    def _author_code(self, message: Message) -> int:
+        author = _author_key(message)
+        code = self._authors.get(author)
+        if code is None:
+            code = self._authors[author] = len(self._author_messages)
+            self._author_messages.append(message)
+        return code
+
+    # conversations: a doubly linked list per stream, in ts order
+
+    @staticmethod
+    def _stream_of(message: Message) -> int:
+        return ts_key(message.root_ts) if message.is_reply else _CHANNEL_STREAM
+
+    def _link(self, slot: int, key: int, message: Message) -> None:
+        keys = self._streams.get(self._stream_of(message))
+        if keys is None:
+            keys = self._streams[self._stream_of(message)] = SortedKeys()
+        index = keys.insert(key)
+        prev_slot = self._slot_of[keys[index - 1]] if index else _NONE
+        next_slot = self._slot_of[keys[index + 1]] if index + 1 < len(keys) else _NONE
+        rows = self.rows
+        rows.prev[slot], rows.next[slot] = prev_slot, next_slot
+        if prev_slot != _NONE:
+            rows.next[prev_slot] = slot
+        if next_slot != _NONE:
+            rows.prev[next_slot] = slot
+
+    def _unlink(self, slot: int, key: int, message: Message) -> None:
+        stream = self._stream_of(message)
+        keys = self._streams[stream]
+        keys.remove(key)
+        if not keys:
+            del self._streams[stream]
+        rows = self.rows
+        prev_slot, next_slot = int(rows.prev[slot]), int(rows.next[slot])
+        if prev_slot != _NONE:
+            rows.next[prev_slot] = next_slot
+        if next_slot != _NONE:
+            rows.prev[next_slot] = prev_slot
+
+    # threads
+
+    def _thread(self, root_key: int, *, create: bool) -> int | None:
+        tid = self._tid_of.get(root_key)
+        if tid is not None or not create:
+            return tid
+        if self._free_tids:
+            tid = self._free_tids.pop()
+            self._thread_keys[tid] = root_key
+            self._thread_replies[tid] = []
+        else:
+            tid = len(self._thread_keys)
+            self._thread_keys.append(root_key)
+            self._thread_replies.append([])
+        self.threads.ensure(tid)
+        self._tid_of[root_key] = tid
+        root_slot = self._slot_of.get(root_key)
+        if root_slot is not None and not self.message(root_slot).is_reply:
+            self.rows.tid[root_slot] = tid
+            self._set_root(tid, root_slot)
+        return tid
+
+    def _set_root(self, tid: int, root_slot: int) -> None:
+        """Thread ``tid``'s root is now at ``root_slot`` (-1: not indexed); tell its replies."""
+        self.threads.root[tid] = root_slot
+        for key in self._thread_replies[tid]:
+            self.rows.root[self._slot_of[key]] = root_slot
+
+    def _join_thread(self, slot: int, key: int, message: Message) -> None:
+        if message.is_reply:
+            tid = self._thread(ts_key(message.root_ts), create=True)
+            assert tid is not None
+            replies = self._thread_replies[tid]
+            replies.insert(bisect_left(replies, key), key)
+            self.rows.tid[slot] = tid
+            self.rows.root[slot] = self.threads.root[tid]
+        else:
+            found = self._thread(key, create=_has_thread(message))
+            if found is None:
+                return
+            tid = found
+            self.rows.tid[slot] = tid
+            self._set_root(tid, slot)
+        self._restat(tid)
+
+    def _leave_thread(self, slot: int, key: int, message: Message) -> None:
+        tid = int(self.rows.tid[slot])
+        if tid == _NONE:
+            return
+        if message.is_reply:
+            replies = self._thread_replies[tid]
+            del replies[bisect_left(replies, key)]
+        else:
+            self._set_root(tid, _NONE)
+        if self.threads.root[tid] == _NONE and not self._thread_replies[tid]:
+            del self._tid_of[self._thread_keys[tid]]
+            self.threads.clear(tid)
+            self._free_tids.append(tid)
+        else:
+            self._restat(tid)
+
+    def _restat(self, tid: int) -> None:
+        """Recompute a thread's reply count and last reply time (:meth:`thread_stats`'s rules)."""
+        threads = self.threads
+        root_slot = int(threads.root[tid])
+        replies = self._thread_replies[tid]
+        if root_slot == _NONE:
+            threads.count[tid], threads.last[tid] = 0.0, 0.0
+            return
+        root = self.message(root_slot)
+        count = max(root.reply_count, len(replies))
+        last = float(root.latest_reply) if root.latest_reply else 0.0
+        if replies:
+            last = max(last, float(self.rows.ts[self._slot_of[replies[-1]]]))
+        threads.count[tid] = float(count)
+        threads.last[tid] = last if count else 0.0

@@ -1,0 +1,168 @@
+"""Where a channel's search index comes from: fed by the cache on every write, or synced.
+
+:class:`IndexedHistory` is a :class:`cache.ChannelHistory` that keeps one
+:class:`~tools._index.ChannelIndex` per channel current on every write (record, edit, delete,
+reaction, eviction): each write queues the changed messages in O(1) and the next search
+tokenises them. That is what makes a search of a 100,000-message channel cost milliseconds: no
+call lists the channel's messages. ``bot/serve.py`` runs the engine on one.
+
+A view over a plain ChannelHistory (or any other view) gets an index synced from its
+``messages()`` instead (:func:`synced_index`): one per (owner, channel, stemmer), kept for as
+long as the owner lives, and brought up to date by a diff on each search.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from cache import ChannelHistory, ts_key
+from context import FileRef, Message
+
+from ._index import ChannelIndex, SortedKeys
+from ._keywords import Stemmer
+
+__all__ = ["IndexedHistory", "SearchScope", "synced_index"]
+
+
+@dataclass(frozen=True)
+class SearchScope:
+    """A channel's index as a view serves it to ``channel_context``.
+
+    ``hidden``: ts left out of search (the question being answered is already in the reader's
+    context). ``messages``: for an index that is not fed by writes, where to sync it from
+    before each search.
+    """
+
+    index: ChannelIndex
+    hidden: frozenset[str] = frozenset()
+    messages: Callable[[], Sequence[Message]] | None = None
+
+
+_registry: weakref.WeakKeyDictionary[object, dict[tuple[str, Stemmer], ChannelIndex]] = (
+    weakref.WeakKeyDictionary()
+)
+_registry_lock = threading.Lock()
+
+
+def synced_index(owner: object, channel: str, stemmer: Stemmer = "porter") -> ChannelIndex:
+    """The index of ``channel`` kept for ``owner`` (a history or a view), created empty.
+
+    The caller syncs it (``ChannelIndex.sync``) from the owner's messages; it lives as long as
+    the owner does.
+    """
+    with _registry_lock:
+        indexes = _registry.setdefault(owner, {})
+        index = indexes.get((channel, stemmer))
+        if index is None:
+            index = indexes[(channel, stemmer)] = ChannelIndex(channel, stemmer=stemmer)
+        return index
+
+
+class IndexedHistory(ChannelHistory):
+    """A ChannelHistory that keeps each channel's search index current on every write.
+
+    Behaves exactly like ChannelHistory (same bounds, same reads); every write also queues
+    what it changed into the channel's :class:`ChannelIndex`: the message itself, the roots
+    whose thread counters moved, the messages evicted by the bound. Not thread-safe, like
+    ChannelHistory: write from one thread or behind a lock. Searching the index from another
+    thread is safe (the index has its own locks).
+    """
+
+    def __init__(
+        self,
+        *,
+        max_messages_per_channel: int = 5000,
+        max_channels: int = 200,
+        stemmer: Stemmer = "porter",
+    ) -> None:
+        super().__init__(
+            max_messages_per_channel=max_messages_per_channel, max_channels=max_channels
+        )
+        self.stemmer: Stemmer = stemmer
+        self._indexes: dict[str, ChannelIndex] = {}
+        # Every key the history holds per channel (tombstones included), ascending: what the
+        # bound evicts is always the oldest of these.
+        self._stored: dict[str, SortedKeys] = {}
+
+    def search_index(self, channel: str) -> ChannelIndex:
+        """The index of ``channel`` (an empty one for a channel never written)."""
+        index = self._indexes.get(channel)
+        return index if index is not None else ChannelIndex(channel, stemmer=self.stemmer)
+
+    # -- writes: the parent's, then what changed goes to the index --------------------------
+
+    def record(self, msg: Message) -> None:
+        old = self.get(msg.channel, msg.ts)
+        super().record(msg)
+        touched = [msg.ts]
+        if msg.is_reply and msg.thread_ts is not None:
+            touched.append(msg.thread_ts)
+        if old is not None and old.is_reply and old.thread_ts is not None:
+            touched.append(old.thread_ts)
+        self._changed(msg.channel, touched)
+
+    def apply_edit(
+        self,
+        channel: str,
+        ts: str,
+        *,
+        text: str,
+        edited_ts: str | None = None,
+        files: tuple[FileRef, ...] | None = None,
+    ) -> Message | None:
+        updated = super().apply_edit(channel, ts, text=text, edited_ts=edited_ts, files=files)
+        if updated is not None:
+            self._changed(channel, [ts])
+        return updated
+
+    def delete(self, channel: str, ts: str) -> Message | None:
+        gone = super().delete(channel, ts)
+        if gone is not None:
+            touched = [ts]
+            if gone.is_reply and gone.thread_ts is not None:
+                touched.append(gone.thread_ts)
+            self._changed(channel, touched)
+        return gone
+
+    def add_reaction(self, channel: str, ts: str, name: str, user: str) -> Message | None:
+        updated = super().add_reaction(channel, ts, name, user)
+        if updated is not None:
+            self._changed(channel, [ts])
+        return updated
+
+    def remove_reaction(self, channel: str, ts: str, name: str, user: str) -> Message | None:
+        updated = super().remove_reaction(channel, ts, name, user)
+        if updated is not None:
+            self._changed(channel, [ts])
+        return updated
+
+    def _changed(self, channel: str, touched: Iterable[str]) -> None:
+        index = self._indexes.get(channel)
+        if index is None:
+            index = self._indexes[channel] = ChannelIndex(channel, stemmer=self.stemmer)
+            self._stored[channel] = SortedKeys()
+            if len(self._indexes) > self.max_channels:
+                self._forget_evicted_channels()
+        stored = self._stored[channel]
+        for ts in touched:
+            key = ts_key(ts)
+            current = self.get(channel, ts)
+            if current is None:
+                stored.remove(key)
+            else:
+                stored.insert(key)
+            index.queue(key, current)  # a tombstone or None leaves the index
+        # The bound evicts the oldest messages: whatever the history no longer counts.
+        excess = len(stored) - self.count(channel)
+        if excess > 0:
+            for key in stored.pop_oldest(excess):
+                index.queue(key, None)
+
+    def _forget_evicted_channels(self) -> None:
+        held = set(self.channels())
+        for channel in [c for c in self._indexes if c not in held]:
+            del self._indexes[channel]
+            del self._stored[channel]
