@@ -40,7 +40,7 @@ class EngineView:
         one kept per history and synced from channel_messages() on each search."""
         history = self._engine.history
         if isinstance(history, IndexedHistory):
-            self._engine._warm_channel(self.channel)  # as messages() does; once per channel
+            self._engine.warm_channel(self.channel)  # as messages() does; once per channel
             return SearchScope(history.search_index(self.channel), hidden=self._hidden)
         return SearchScope(
             synced_index(history, self.channel),

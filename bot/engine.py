@@ -169,6 +169,10 @@ class ContextEngine:
                 if not known and (message.channel, message.ts) not in self._deleted:
                     self.history.record(message)
 
+    def warm_channel(self, channel: str) -> None:
+        """Load a channel's recent history once after a start (one conversations.history)."""
+        self._warm_channel(channel)
+
     def _warm_channel(self, channel: str) -> None:
         if self.slack is None:
             return

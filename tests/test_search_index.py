@@ -450,8 +450,17 @@ def test_the_engine_view_serves_the_history_index_and_hides_the_anchor() -> None
     scope = view.search_index()
     assert scope.index is engine.history.search_index(C1)  # type: ignore[attr-defined]
     assert scope.hidden == {ts(3_900, 100)} and scope.messages is None
-    plain = EngineView(ContextEngine(me=SelfIdentity(), names=NAMES), C1)
+    plain_engine = ContextEngine(me=SelfIdentity(), names=NAMES)
+    for message in c1_messages():
+        plain_engine.history.record(message)
+    plain = EngineView(plain_engine, C1, hidden={ts(3_900, 100)})
     assert plain.search_index().messages is not None  # synced from channel_messages()
+    # Either way the tool answers the same, and never with the hidden anchor.
+    answers = [
+        ChannelTools(v, names=NAMES).call("channel_context", {"intent": "pool size 502"}).content
+        for v in (view, plain)
+    ]
+    assert answers[0] == answers[1] and ts(3_900, 100) not in answers[0]
 
 
 def test_the_history_bound_comes_from_the_environment() -> None:
@@ -576,9 +585,10 @@ def test_columns_grow_past_their_first_capacity() -> None:
     assert np.count_nonzero(index.rows.live) == 300
 
 
-@given(st.randoms(use_true_random=False))
-@settings(max_examples=10)
-def test_sorted_keys_behave_like_a_sorted_list(rng: random.Random) -> None:
+# Seeded random walks, not Hypothesis: a seed is all the input there is.
+@pytest.mark.parametrize("seed", [0, 1, 2, 7, 42, 1234, 2**31 - 1, 2**32])
+def test_sorted_keys_behave_like_a_sorted_list(seed: int) -> None:
+    rng = random.Random(seed)
     keys, model = SortedKeys(), list[int]()
     for _ in range(4_000):  # enough to cross the 1,024-item compaction of the dead prefix
         roll = rng.random()
