@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from context import ChanctxError, Names
-
-from .intake import SelfIdentity
+from context import ChanctxError
 
 __all__ = ["Fixture", "FixtureError", "load_fixture", "users_state"]
 
@@ -25,31 +22,6 @@ class Fixture:
     envelopes: list[dict[str, Any]]
     slack_api: dict[str, Any]
     cassette: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def me(self) -> SelfIdentity:
-        auth = self.slack_api.get("auth", {})
-        return SelfIdentity(user_id=auth.get("user_id", ""), bot_id=auth.get("bot_id", ""))
-
-    @property
-    def names(self) -> Names:
-        users = {
-            user_id: (
-                (user.get("profile") or {}).get("display_name")
-                or user.get("real_name")
-                or user.get("name")
-                or user_id
-            )
-            for user_id, user in self.slack_api.get("users", {}).items()
-        }
-        channels = {
-            cid: c.get("name", cid) for cid, c in self.slack_api.get("channels", {}).items()
-        }
-        return Names(users=users, channels=channels)
-
-    def events(self) -> Iterator[dict[str, Any]]:
-        for envelope in self.envelopes:
-            yield envelope["event"]
 
 
 def _read_events(path: Path) -> list[dict[str, Any]]:
