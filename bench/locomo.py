@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from chanctx.context import FileRef, Message, Names
+from chanctx.tools import ChannelTools, HistoryView, IndexedHistory, Ranking
+from chanctx.tools._search import ORIGINAL
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
 from bench._results import write_section
-from context import FileRef, Message, Names
-from tools import ChannelTools, HistoryView, IndexedHistory, Ranking
-from tools._search import ORIGINAL
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "benchdata" / "locomo" / "locomo10.json"
 KS = (5, 10, 25)

@@ -20,11 +20,11 @@ import zlib
 from typing import Any
 
 import anthropic
+from chanctx.bot.claude.session import SessionSettings
+from chanctx.bot.replay.offline import OFFLINE_API_KEY, OfflineBot
+from chanctx.bot.slack.media import image_tokens
 
 from bench._results import write_section
-from bot.media import image_tokens
-from bot.offline import OFFLINE_API_KEY, OfflineBot
-from bot.session import SessionSettings
 
 TURNS = 10
 START = 1_781_020_800

@@ -31,17 +31,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from chanctx.cache import ts_key
+from chanctx.context import FileRef, Message, Names
+from chanctx.context._render import text_of
+from chanctx.tools import ChannelTools, HistoryView
+from chanctx.tools._index import ChannelIndex, document_terms
+from chanctx.tools._indexed import IndexedHistory
+from chanctx.tools._keywords import keywords
+from chanctx.tools._search import Ranking, search
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
 from bench._results import write_section
-from cache import ts_key
-from context import FileRef, Message, Names
-from context._render import text_of
-from tools import ChannelTools, HistoryView
-from tools._index import ChannelIndex, document_terms
-from tools._indexed import IndexedHistory
-from tools._keywords import keywords
-from tools._search import Ranking, search
 
 CHANNEL = "C0ENGINEERING"
 T0 = 1_700_000_000

@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+from chanctx.bot.claude.prompt import system_prompt
+from chanctx.bot.claude.session import SessionSettings
+from chanctx.bot.replay.fixture import load_fixture
+from chanctx.bot.replay.offline import OFFLINE_API_KEY, OfflineBot
+from chanctx.context import render_slack_text
 
 from bench._demo import demo_mention, thread_turn
 from bench._results import write_section
-from bot.fixture import load_fixture
-from bot.offline import OFFLINE_API_KEY, OfflineBot
-from bot.prompt import system_prompt
-from bot.session import SessionSettings
-from context import render_slack_text
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
 TURNS = 20

@@ -24,17 +24,17 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from chanctx.bot.claude.answers import Answer, Turn
+from chanctx.bot.engine import BuiltContext
+from chanctx.bot.replay.fixture import load_fixture
+from chanctx.bot.replay.offline import OfflineBot
+from chanctx.bot.runtime import Runtime
+from chanctx.bot.slack.http_server import EventsServer
 from slack_sdk import WebClient
 from slack_sdk.signature import SignatureVerifier
 
 from bench._demo import demo_mention, thread_turn
 from bench._results import write_section
-from bot.answers import Answer, Turn
-from bot.engine import BuiltContext
-from bot.fixture import load_fixture
-from bot.http_server import EventsServer
-from bot.offline import OfflineBot
-from bot.runtime import Runtime
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
 READS = ("conversations.history", "conversations.replies", "conversations.info", "users.info")

@@ -13,8 +13,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 
-from bench._results import write_section
-from context import (
+from chanctx.context import (
     DEFAULT_THREAD_BUDGET,
     Message,
     Names,
@@ -24,8 +23,10 @@ from context import (
     iso_from_ts,
     wire_json,
 )
-from context._render import author_of, media_of, text_of
-from context._wire import ThreadReply, ThreadRoot, Truncation
+from chanctx.context._render import author_of, media_of, text_of
+from chanctx.context._wire import ThreadReply, ThreadRoot, Truncation
+
+from bench._results import write_section
 
 SIZES = (100, 1_000, 10_000, 100_000)
 BASE = 1_780_000_000

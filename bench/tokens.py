@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from context.tokens import FAMILIES, FEATURES, EstimatingCounter, Family, features
+from chanctx.context.tokens import FAMILIES, FEATURES, EstimatingCounter, Family, features
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray

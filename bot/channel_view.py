@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from context import Message
-from tools import IndexedHistory, SearchScope, ThreadLookup, synced_index
-
-from .engine import ContextEngine
+from chanctx.bot.engine import ContextEngine
+from chanctx.context import Message
+from chanctx.tools import IndexedHistory, SearchScope, ThreadLookup, synced_index
 
 __all__ = ["EngineView"]
 

@@ -9,10 +9,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from context import ChanctxError
-
-from .engine import ContextSettings
-from .fixture import load_fixture
+from chanctx.bot.engine import ContextSettings
+from chanctx.context import ChanctxError
 
 __all__ = ["main"]
 
@@ -71,8 +69,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from .replay import ReplayOptions, replay
-    from .transcript import render_transcript
+    from chanctx.bot.replay.fixture import load_fixture
+    from chanctx.bot.replay.runner import ReplayOptions, replay
+    from chanctx.bot.replay.transcript import render_transcript
 
     options = ReplayOptions(
         settings=ContextSettings(
@@ -89,17 +88,16 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from chanctx.bot.serve import build_runtime, known_state, serve
+    from chanctx.bot.settings import load_settings
     from slack_sdk import WebClient
-
-    from .serve import build_runtime, known_state, serve
-    from .settings import load_settings
 
     settings = load_settings(
         http=args.http, port=args.port, host=args.host, claude=not args.no_claude
     )
     runtime = build_runtime(WebClient(token=settings.bot_token), settings)
     if args.command == "record":
-        from .record import Recorder
+        from chanctx.bot.replay.record import Recorder
 
         recorder = Recorder(args.out_dir)
         try:

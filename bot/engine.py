@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cachetools import TTLCache
-
-from cache import ChannelHistory, RateLimited, ThreadReplyCache
-from context import (
+from chanctx.bot.slack.intake import Delete, Edit, IntakeAction, React, Record, SelfIdentity, intake
+from chanctx.cache import ChannelHistory, RateLimited, ThreadReplyCache
+from chanctx.context import (
     DEFAULT_ADJACENT_WINDOW,
     DEFAULT_SNAPSHOT_BUDGET,
     DEFAULT_THREAD_BUDGET,
@@ -33,8 +33,6 @@ from context import (
     default_counter,
     wire_json,
 )
-
-from .intake import Delete, Edit, IntakeAction, React, Record, SelfIdentity, intake
 
 __all__ = ["BuiltContext", "ContextEngine", "ContextSettings", "SlackSource"]
 

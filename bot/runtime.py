@@ -14,12 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cachetools import TTLCache
+from chanctx.bot.claude.answers import AnswerRunner, NullResponder, Responder, Turn, TurnResult
+from chanctx.bot.engine import ContextEngine
+from chanctx.bot.slack.mrkdwn import split_for_slack, to_mrkdwn
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
-
-from .answers import AnswerRunner, NullResponder, Responder, Turn, TurnResult
-from .engine import ContextEngine
-from .mrkdwn import split_for_slack, to_mrkdwn
 
 __all__ = ["Runtime"]
 

@@ -9,24 +9,22 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+from chanctx.bot.claude.answers import NullResponder, Responder
+from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
+from chanctx.bot.claude.session import ClaudeResponder, SessionSettings
+from chanctx.bot.engine import ContextEngine
+from chanctx.bot.runtime import Runtime
+from chanctx.bot.settings import RunSettings, SettingsError
+from chanctx.bot.slack.app import build_app
+from chanctx.bot.slack.http_server import EventsServer
+from chanctx.bot.slack.intake import SelfIdentity
+from chanctx.bot.slack.media import MediaFetcher
+from chanctx.bot.slack.slack_api import SlackFetcher
+from chanctx.cache import MediaContentCache, RateLimiter
+from chanctx.manifest_store import SessionStore
+from chanctx.tools import IndexedHistory
 from slack_bolt import App
 from slack_sdk import WebClient
-
-from cache import MediaContentCache, RateLimiter
-from manifest_store import SessionStore
-from tools import IndexedHistory
-
-from .answers import NullResponder, Responder
-from .app import build_app
-from .engine import ContextEngine
-from .http_server import EventsServer
-from .intake import SelfIdentity
-from .media import MediaFetcher
-from .recipe_runner import RecipeRunner, load_recipe
-from .runtime import Runtime
-from .session import ClaudeResponder, SessionSettings
-from .settings import RunSettings, SettingsError
-from .slack_api import SlackFetcher
 
 __all__ = ["HISTORY_PER_CHANNEL", "build_runtime", "history_from_env", "known_state", "serve"]
 
@@ -71,7 +69,7 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
             store=SessionStore(Path(settings.data_dir)),
             team=str(auth.get("team_id", "")),
             recipe=RecipeRunner(load_recipe(home), home=home, cwd=Path.cwd()),
-            # The token goes only to Slack's file hosts over HTTPS (bot/media.py).
+            # The token goes only to Slack's file hosts over HTTPS (bot/slack/media.py).
             media=MediaFetcher(token=settings.bot_token, cache=MediaContentCache()),
             settings=SessionSettings(model=settings.model, attach_media=settings.attach_media),
         )

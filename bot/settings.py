@@ -6,9 +6,8 @@ import os
 from collections.abc import Mapping
 from typing import Literal
 
+from chanctx.context import ChanctxError
 from pydantic import BaseModel, ConfigDict, Field
-
-from context import ChanctxError
 
 __all__ = ["RunSettings", "SettingsError", "load_settings"]
 

@@ -5,18 +5,18 @@
 miss or after their TTL, and are kept current from events in between. Nothing here imports a
 platform SDK.
 
-``MediaContentCache`` keeps downloaded file bytes (filled by ``bot/media.py``), bounded by
+``MediaContentCache`` keeps downloaded file bytes (filled by ``bot/slack/media.py``), bounded by
 their total size.
 """
 
 from __future__ import annotations
 
-from ._clock import Clock, FakeClock
-from ._history import ChannelHistory, ts_key
-from ._media import DEFAULT_MEDIA_CACHE_BYTES, CachedMedia, MediaContentCache
-from ._rate_limit import RateLimited, RateLimiter
-from ._thread_replies import CachedThread, ThreadFetcher, ThreadReplyCache
-from ._thread_starters import MessageFetcher, ThreadStarterCache
+from chanctx.cache._clock import Clock, FakeClock
+from chanctx.cache._history import ChannelHistory, ts_key
+from chanctx.cache._media import DEFAULT_MEDIA_CACHE_BYTES, CachedMedia, MediaContentCache
+from chanctx.cache._rate_limit import RateLimited, RateLimiter
+from chanctx.cache._thread_replies import CachedThread, ThreadFetcher, ThreadReplyCache
+from chanctx.cache._thread_starters import MessageFetcher, ThreadStarterCache
 
 __all__ = [
     "DEFAULT_MEDIA_CACHE_BYTES",

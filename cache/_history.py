@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from context import FileRef, Message, Reaction
-from context._time import validate_ts
+from chanctx.context import FileRef, Message, Reaction
+from chanctx.context._time import validate_ts
 
 __all__ = ["ChannelHistory", "ts_key"]
 

@@ -22,9 +22,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from context import ChanctxError
-
-from ._clock import Clock
+from chanctx.cache._clock import Clock
+from chanctx.context import ChanctxError
 
 __all__ = ["DEFAULT_PER_METHOD", "RateLimited", "RateLimiter"]
 

@@ -14,11 +14,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from cachetools import Cache, TTLCache
-
-from context import Message
-
-from ._clock import Clock, check_ttl
-from ._history import (
+from chanctx.cache._clock import Clock, check_ttl
+from chanctx.cache._history import (
     check_positive_int,
     edited,
     merge_root,
@@ -28,6 +25,7 @@ from ._history import (
     with_new_reply,
     without_reply,
 )
+from chanctx.context import Message
 
 __all__ = ["CachedThread", "ThreadFetcher", "ThreadReplyCache"]
 

@@ -12,11 +12,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from cachetools import Cache, TTLCache
-
-from context import Message
-
-from ._clock import Clock, check_ttl
-from ._history import check_positive_int, edited, merge_root, tombstone, ts_key
+from chanctx.cache._clock import Clock, check_ttl
+from chanctx.cache._history import check_positive_int, edited, merge_root, tombstone, ts_key
+from chanctx.context import Message
 
 __all__ = ["MessageFetcher", "ThreadStarterCache"]
 

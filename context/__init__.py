@@ -5,20 +5,20 @@ Nothing in this package does I/O or knows Slack's payloads or the Anthropic SDK.
 
 from __future__ import annotations
 
-from ._errors import BudgetError, ChanctxError, InvalidTimestamp, RecipeError
-from ._message import FileRef, Message, Reaction
-from ._render import Names
-from ._slack_text import render_slack_text
-from ._snapshot import (
+from chanctx.context._errors import BudgetError, ChanctxError, InvalidTimestamp, RecipeError
+from chanctx.context._message import FileRef, Message, Reaction
+from chanctx.context._render import Names
+from chanctx.context._slack_text import render_slack_text
+from chanctx.context._snapshot import (
     DEFAULT_ADJACENT_WINDOW,
     DEFAULT_SNAPSHOT_BUDGET,
     build_channel_snapshot,
     reaction_labels,
 )
-from ._thread import DEFAULT_THREAD_BUDGET, build_thread_context
-from ._time import iso_from_ts
-from ._truncate import snippet, truncate_at_sentence
-from ._wire import (
+from chanctx.context._thread import DEFAULT_THREAD_BUDGET, build_thread_context
+from chanctx.context._time import iso_from_ts
+from chanctx.context._truncate import snippet, truncate_at_sentence
+from chanctx.context._wire import (
     AdjacentMessage,
     Anchor,
     Author,
@@ -32,7 +32,7 @@ from ._wire import (
     Truncation,
     wire_json,
 )
-from .recipe import (
+from chanctx.context.recipe import (
     ChannelSnapshotSource,
     ComputedCache,
     ComputedFileSource,
@@ -50,7 +50,7 @@ from .recipe import (
     fit_sources,
     parse_recipe,
 )
-from .tokens import TokenCounter, default_counter
+from chanctx.context.tokens import TokenCounter, default_counter
 
 __all__ = [
     "DEFAULT_ADJACENT_WINDOW",

@@ -7,9 +7,8 @@ payload shapes, so a Discord or Telegram adapter can produce the same objects.
 
 from __future__ import annotations
 
+from chanctx.context._time import validate_ts
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from ._time import validate_ts
 
 __all__ = ["FileRef", "Message", "Reaction"]
 

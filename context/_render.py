@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ._message import Message
-from ._slack_text import render_slack_text
-from ._wire import Author, MediaRef
+from chanctx.context._message import Message
+from chanctx.context._slack_text import render_slack_text
+from chanctx.context._wire import Author, MediaRef
 
 __all__ = ["Names", "author_of", "media_of", "text_of"]
 

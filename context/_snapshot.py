@@ -5,11 +5,11 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterator, Sequence
 
-from ._message import Message
-from ._render import Names, author_of, media_of, text_of
-from ._time import iso_from_ts, seconds_from_ts
-from ._truncate import snippet
-from ._wire import (
+from chanctx.context._message import Message
+from chanctx.context._render import Names, author_of, media_of, text_of
+from chanctx.context._time import iso_from_ts, seconds_from_ts
+from chanctx.context._truncate import snippet
+from chanctx.context._wire import (
     AdjacentMessage,
     Anchor,
     ChannelRef,
@@ -17,8 +17,8 @@ from ._wire import (
     ThreadActivity,
     wire_json,
 )
-from .budget import Chunk, pack
-from .tokens import TokenCounter, default_counter
+from chanctx.context.budget import Chunk, pack
+from chanctx.context.tokens import TokenCounter, default_counter
 
 __all__ = [
     "DEFAULT_ADJACENT_WINDOW",

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from ._message import Message
-from ._render import Names, author_of, media_of, text_of
-from ._time import iso_from_ts
-from ._wire import ThreadContext, ThreadReply, ThreadRoot, Truncation, wire_json
-from .budget import Chunk, pack
-from .tokens import TokenCounter, default_counter
+from chanctx.context._message import Message
+from chanctx.context._render import Names, author_of, media_of, text_of
+from chanctx.context._time import iso_from_ts
+from chanctx.context._wire import ThreadContext, ThreadReply, ThreadRoot, Truncation, wire_json
+from chanctx.context.budget import Chunk, pack
+from chanctx.context.tokens import TokenCounter, default_counter
 
 __all__ = ["DEFAULT_THREAD_BUDGET", "build_thread_context"]
 

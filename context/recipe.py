@@ -19,6 +19,11 @@ from pathlib import PurePosixPath
 from typing import Annotated, Any, Final, Literal, TypeAlias, get_args
 
 import yaml
+from chanctx.context._errors import RecipeError
+from chanctx.context._snapshot import DEFAULT_ADJACENT_WINDOW, DEFAULT_SNAPSHOT_BUDGET
+from chanctx.context._thread import DEFAULT_THREAD_BUDGET
+from chanctx.context.budget import Chunk, pack
+from chanctx.context.tokens import TokenCounter, default_counter
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -32,12 +37,6 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, SequenceNode
 from yaml.resolver import BaseResolver
-
-from ._errors import RecipeError
-from ._snapshot import DEFAULT_ADJACENT_WINDOW, DEFAULT_SNAPSHOT_BUDGET
-from ._thread import DEFAULT_THREAD_BUDGET
-from .budget import Chunk, pack
-from .tokens import TokenCounter, default_counter
 
 __all__ = [
     "DEFAULT_TIMEOUT_MS",

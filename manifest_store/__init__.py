@@ -7,10 +7,10 @@ chanctx import is ``context``.
 
 from __future__ import annotations
 
-from ._blocks import DIGEST_ACK, MessageParam, with_digest
-from ._compaction import TrimResult, needs_compaction, summarize_request, trim
-from ._digest import MAX_DIGEST_TOKENS, MIN_DIGEST_TOKENS
-from ._entries import (
+from chanctx.manifest_store._blocks import DIGEST_ACK, MessageParam, with_digest
+from chanctx.manifest_store._compaction import TrimResult, needs_compaction, summarize_request, trim
+from chanctx.manifest_store._digest import MAX_DIGEST_TOKENS, MIN_DIGEST_TOKENS
+from chanctx.manifest_store._entries import (
     ATTACHMENT_MANIFEST,
     CONTEXT_ATTACHED,
     CompactionEntry,
@@ -19,17 +19,17 @@ from ._entries import (
     MessageEntry,
     SessionStarted,
 )
-from ._errors import InvalidSessionKey, SessionLogCorrupt
-from ._keys import SessionKey
-from ._log import SessionLog, SessionStore
-from ._manifest import (
+from chanctx.manifest_store._errors import InvalidSessionKey, SessionLogCorrupt
+from chanctx.manifest_store._keys import SessionKey
+from chanctx.manifest_store._log import SessionLog, SessionStore
+from chanctx.manifest_store._manifest import (
     MANIFEST_VERSION,
     AttachmentManifest,
     AttachmentRecord,
     content_hash,
     reattach_preamble,
 )
-from ._rebuild import SessionState, rebuild
+from chanctx.manifest_store._rebuild import SessionState, rebuild
 
 __all__ = [
     "ATTACHMENT_MANIFEST",

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Final
 
-from context import TokenCounter, snippet
-
-from ._blocks import (
+from chanctx.context import TokenCounter, snippet
+from chanctx.manifest_store._blocks import (
     MessageParam,
     blocks_of,
     digest_head,
@@ -25,7 +24,7 @@ from ._blocks import (
     split_exchanges,
     with_digest,
 )
-from ._digest import build_digest, content_tokens
+from chanctx.manifest_store._digest import build_digest, content_tokens
 
 __all__ = ["TrimResult", "needs_compaction", "summarize_request", "trim"]
 

@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from context import TokenCounter, snippet
-
-from ._blocks import (
+from chanctx.context import TokenCounter, snippet
+from chanctx.manifest_store._blocks import (
     MessageParam,
     blocks_of,
     digest_body,

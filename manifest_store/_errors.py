@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from context import ChanctxError
+from chanctx.context import ChanctxError
 
 __all__ = ["InvalidSessionKey", "SessionLogCorrupt"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._errors import InvalidSessionKey
+from chanctx.manifest_store._errors import InvalidSessionKey
 
 __all__ = ["SessionKey"]
 

@@ -24,11 +24,10 @@ import threading
 from pathlib import Path
 from typing import BinaryIO
 
+from chanctx.manifest_store._entries import Entry, parse_entry
+from chanctx.manifest_store._errors import SessionLogCorrupt
+from chanctx.manifest_store._keys import SUFFIX, SessionKey
 from pydantic import ValidationError
-
-from ._entries import Entry, parse_entry
-from ._errors import SessionLogCorrupt
-from ._keys import SUFFIX, SessionKey
 
 __all__ = ["SessionLog", "SessionStore"]
 

@@ -24,10 +24,9 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from chanctx.manifest_store._entries import ATTACHMENT_MANIFEST, CustomEntry
+from chanctx.manifest_store._rebuild import SessionState
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from ._entries import ATTACHMENT_MANIFEST, CustomEntry
-from ._rebuild import SessionState
 
 __all__ = [
     "MANIFEST_VERSION",

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ._blocks import (
+from chanctx.manifest_store._blocks import (
     Block,
     MessageParam,
     blocks_of,
@@ -23,7 +23,7 @@ from ._blocks import (
     text_block,
     with_digest,
 )
-from ._entries import (
+from chanctx.manifest_store._entries import (
     CONTEXT_ATTACHED,
     CompactionEntry,
     CustomEntry,

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from chanctx.context import FileRef, Message, Reaction
 from hypothesis import strategies as st
-
-from context import FileRef, Message, Reaction
 
 BASE = 1_760_000_000  # an arbitrary moment in 2025
 

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from bot.answers import Answer, Turn
-from bot.engine import BuiltContext
-from bot.offline import OfflineBot
+from chanctx.bot.claude.answers import Answer, Turn
+from chanctx.bot.engine import BuiltContext
+from chanctx.bot.replay.offline import OfflineBot
 
 from .slack_events import (
     BOT_ID,
@@ -391,7 +390,7 @@ def test_intake_is_not_blocked_while_an_answer_waits_on_slack() -> None:
 
 
 def test_a_fetched_copy_never_resurrects_a_deleted_message(bot: OfflineBot) -> None:
-    from context import Message
+    from chanctx.context import Message
 
     gone = message(ts(1), "to be deleted")
     bot.dispatch(envelope(gone))

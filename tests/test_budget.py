@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from chanctx.context import BudgetError, default_counter
+from chanctx.context._truncate import sentence_boundaries
+from chanctx.context.budget import Chunk, optimize, pack
 from hypothesis import given
 from hypothesis import strategies as st
-
-from context import BudgetError, default_counter
-from context._truncate import sentence_boundaries
-from context.budget import Chunk, optimize, pack
 
 from .strategies import chat_text
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from chanctx.cache import ChannelHistory, ts_key
+from chanctx.context import FileRef, InvalidTimestamp, Message, Reaction
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from cache import ChannelHistory, ts_key
-from context import FileRef, InvalidTimestamp, Message, Reaction
 
 BASE = 1_700_000_000
 

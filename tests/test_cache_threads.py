@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from chanctx.cache import CachedThread, FakeClock, ThreadReplyCache, ThreadStarterCache, ts_key
+from chanctx.context import Message
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from cache import CachedThread, FakeClock, ThreadReplyCache, ThreadStarterCache, ts_key
-from context import Message
 
 BASE = 1_700_000_000
 

@@ -8,11 +8,8 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from context import default_counter
-from manifest_store import (
+from chanctx.context import default_counter
+from chanctx.manifest_store import (
     CONTEXT_ATTACHED,
     DIGEST_ACK,
     MAX_DIGEST_TOKENS,
@@ -28,6 +25,9 @@ from manifest_store import (
     summarize_request,
     trim,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tests.strategies import sentences
 
 COUNTER = default_counter("claude-sonnet-5")

@@ -9,13 +9,13 @@ import pytest
 
 @pytest.mark.parametrize("package", ["context", "cache"])
 def test_all_names_exist(package: str) -> None:
-    module = importlib.import_module(package)
+    module = importlib.import_module(f"chanctx.{package}")
     for name in module.__all__:
         assert hasattr(module, name), f"{package}.{name} is in __all__ but missing"
 
 
 def test_context_exports_the_models_other_layers_use() -> None:
-    import context
+    from chanctx import context
 
     for name in [
         "ChannelSnapshot",
@@ -30,4 +30,4 @@ def test_context_exports_the_models_other_layers_use() -> None:
         "wire_json",
     ]:
         assert name in context.__all__
-    assert callable(importlib.import_module("context.tokens").default_counter)
+    assert callable(importlib.import_module("chanctx.context.tokens").default_counter)

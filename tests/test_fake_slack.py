@@ -12,12 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chanctx.bot.replay.fake_slack import (
+    FILE_DOWNLOAD,
+    FakeSlackAPI,
+    RecordedReaction,
+    RecordedStatus,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
-
-from bot.fake_slack import FILE_DOWNLOAD, FakeSlackAPI, RecordedReaction, RecordedStatus
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "xoxb-test-0123456789-secret"

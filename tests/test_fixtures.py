@@ -15,12 +15,11 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from chanctx.bot.replay.fake_slack import FakeSlackAPI
+from chanctx.bot.replay.fixture import load_fixture
+from chanctx.bot.replay.runner import replay
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
-
-from bot.fake_slack import FakeSlackAPI
-from bot.fixture import load_fixture
-from bot.replay import replay
 
 from . import test_replay_demo
 

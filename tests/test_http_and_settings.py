@@ -11,13 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from chanctx.bot.cli import main
+from chanctx.bot.replay.offline import OfflineBot
+from chanctx.bot.replay.record import Recorder, redact
+from chanctx.bot.settings import SettingsError, load_settings
+from chanctx.bot.slack.http_server import EventsServer
 from slack_sdk.signature import SignatureVerifier
-
-from bot.cli import main
-from bot.http_server import EventsServer
-from bot.offline import OfflineBot
-from bot.record import Recorder, redact
-from bot.settings import SettingsError, load_settings
 
 from .slack_events import STATE, mention_pair, ts
 
@@ -162,9 +161,9 @@ def test_redaction_removes_every_token_shape() -> None:
 
 
 def test_record_writes_a_replayable_fixture(tmp_path: Path) -> None:
-    from bot.fixture import load_fixture
-    from bot.replay import replay
-    from bot.serve import known_state
+    from chanctx.bot.replay.fixture import load_fixture
+    from chanctx.bot.replay.runner import replay
+    from chanctx.bot.serve import known_state
 
     recorder = Recorder(tmp_path / "rec")
     with OfflineBot(copy.deepcopy(STATE)) as bot:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-
-from bot.intake import Delete, Edit, Ignore, React, Record, SelfIdentity, intake
+from chanctx.bot.slack.intake import Delete, Edit, Ignore, React, Record, SelfIdentity, intake
 
 ME = SelfIdentity(user_id="U0BOT", bot_id="B0BOT")
 BASE = {"channel": "C1", "ts": "1781020800.000100", "user": "U1", "text": "hi"}

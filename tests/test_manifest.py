@@ -6,11 +6,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from pydantic import ValidationError
-
-from manifest_store import (
+from chanctx.manifest_store import (
     ATTACHMENT_MANIFEST,
     AttachmentManifest,
     AttachmentRecord,
@@ -22,6 +18,9 @@ from manifest_store import (
     reattach_preamble,
     rebuild,
 )
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 THREAD = "1760000000.000100"
 OTHER_THREAD = "1760000500.000100"

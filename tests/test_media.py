@@ -1,4 +1,4 @@
-"""bot/media.py over real loopback HTTP: the token goes to Slack's file hosts only, Claude's limits
+"""bot/slack/media.py over real loopback HTTP: the token goes to Slack's file hosts only, Claude's limits
 hold, every failure is a clear MediaFailure, and cached bytes are not downloaded twice.
 
 Two kinds of server: FakeSlackAPI (a Slack file host, reached over plain HTTP through the
@@ -19,13 +19,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from slack_sdk import WebClient
-
-from bot._loopback import LoopbackServer
-from bot.fake_slack import FILE_DOWNLOAD, FakeSlackAPI
-from bot.media import (
+from chanctx.bot.replay._loopback import LoopbackServer
+from chanctx.bot.replay.fake_slack import FILE_DOWNLOAD, FakeSlackAPI
+from chanctx.bot.slack.media import (
     MAX_IMAGE_SIDE,
     SLACK_FILE_HOSTS,
     FetchedMedia,
@@ -35,8 +31,11 @@ from bot.media import (
     size_label,
     to_content_block,
 )
-from cache import CachedMedia, MediaContentCache
-from context import FileRef
+from chanctx.cache import CachedMedia, MediaContentCache
+from chanctx.context import FileRef
+from hypothesis import given
+from hypothesis import strategies as st
+from slack_sdk import WebClient
 
 TOKEN = "xoxb-test-0123456789-secret"
 LOGIN_PAGE = "Slack returned its login page: the bot needs the files:read scope"

@@ -2,10 +2,9 @@ from __future__ import annotations
 
 import re
 
+from chanctx.bot.slack.mrkdwn import split_for_slack, to_mrkdwn
 from hypothesis import given
 from hypothesis import strategies as st
-
-from bot.mrkdwn import split_for_slack, to_mrkdwn
 
 
 def test_markdown_becomes_mrkdwn() -> None:

@@ -6,11 +6,10 @@ import itertools
 import threading
 
 import pytest
+from chanctx.cache import FakeClock, RateLimited, RateLimiter
+from chanctx.context import ChanctxError
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from cache import FakeClock, RateLimited, RateLimiter
-from context import ChanctxError
 
 REPLIES = "conversations.replies"
 HISTORY = "conversations.history"

@@ -7,10 +7,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from context import (
+from chanctx.context import (
     ChannelSnapshotSource,
     ComputedCache,
     ComputedFileSource,
@@ -28,7 +25,9 @@ from context import (
     fit_sources,
     parse_recipe,
 )
-from context.recipe import Source, TextSource
+from chanctx.context.recipe import Source, TextSource
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from .strategies import chat_text
 

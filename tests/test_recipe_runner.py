@@ -10,9 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from bot.recipe_runner import RecipeRunner, load_recipe
-from context import (
+from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
+from chanctx.context import (
     ChannelSnapshotSource,
     ComputedCache,
     ComputedFileSource,

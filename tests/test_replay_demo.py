@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from bot.cli import main
-from context import ChannelSnapshot, ThreadContext, default_counter, wire_json
+from chanctx.bot.cli import main
+from chanctx.context import ChannelSnapshot, ThreadContext, default_counter, wire_json
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
 

@@ -20,19 +20,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
-
-from bot.channel_view import EngineView
-from bot.engine import ContextEngine
-from bot.intake import SelfIdentity
-from bot.serve import history_from_env
-from bot.settings import SettingsError
-from cache import ChannelHistory, ts_key
-from context import FileRef, Message, Names
-from context._render import author_of, text_of
-from tools import (
+from chanctx.bot.channel_view import EngineView
+from chanctx.bot.engine import ContextEngine
+from chanctx.bot.serve import history_from_env
+from chanctx.bot.settings import SettingsError
+from chanctx.bot.slack.intake import SelfIdentity
+from chanctx.cache import ChannelHistory, ts_key
+from chanctx.context import FileRef, Message, Names
+from chanctx.context._render import author_of, text_of
+from chanctx.tools import (
     ChannelTools,
     ChannelView,
     HistoryView,
@@ -41,10 +37,13 @@ from tools import (
     SearchScope,
     ThreadLookup,
 )
-from tools._bm25 import BM25Index
-from tools._index import ChannelIndex, SortedKeys, ThreadStats, document_terms
-from tools._porter import porter_stem
-from tools._search import periods
+from chanctx.tools._bm25 import BM25Index
+from chanctx.tools._index import ChannelIndex, SortedKeys, ThreadStats, document_terms
+from chanctx.tools._porter import porter_stem
+from chanctx.tools._search import periods
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
 from .test_tools_data import C1, C2, NAMES, SECRET_MARKERS, c1_messages, c2_messages, ok, ts
 

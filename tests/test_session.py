@@ -15,16 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from bot.fake_anthropic import FakeAnthropicAPI
-from bot.fake_claude import OFFLINE_MARK
-from bot.mrkdwn import SLACK_MESSAGE_LIMIT, to_mrkdwn
-from bot.offline import OfflineBot
-from bot.prompt import CONTEXT_HEADER, system_prompt
-from bot.recipe_runner import RecipeRunner, load_recipe
-from bot.session import SessionSettings
-from context import RecipeError, default_counter, iso_from_ts
-from manifest_store import (
+from chanctx.bot.claude.prompt import CONTEXT_HEADER, system_prompt
+from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
+from chanctx.bot.claude.session import SessionSettings
+from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
+from chanctx.bot.replay.fake_claude import OFFLINE_MARK
+from chanctx.bot.replay.offline import OfflineBot
+from chanctx.bot.slack.mrkdwn import SLACK_MESSAGE_LIMIT, to_mrkdwn
+from chanctx.context import RecipeError, default_counter, iso_from_ts
+from chanctx.manifest_store import (
     CompactionEntry,
     CustomEntry,
     Entry,

@@ -10,11 +10,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from context import ChanctxError
-from manifest_store import (
+from chanctx.context import ChanctxError
+from chanctx.manifest_store import (
     ATTACHMENT_MANIFEST,
     CompactionEntry,
     CustomEntry,
@@ -28,6 +25,9 @@ from manifest_store import (
     SessionStore,
     rebuild,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tests.test_compaction import assert_valid, conversations, flat, log_of
 
 Role = Literal["user", "assistant"]

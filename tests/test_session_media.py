@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot.offline import OfflineBot
-from bot.session import SessionSettings
-from manifest_store import ATTACHMENT_MANIFEST, SessionStore, rebuild
+from chanctx.bot.claude.session import SessionSettings
+from chanctx.bot.replay.offline import OfflineBot
+from chanctx.manifest_store import ATTACHMENT_MANIFEST, SessionStore, rebuild
 
 from .media_files import file_state, png, slack_file
 from .slack_events import STATE, envelope, mention_pair, message, ts
@@ -206,7 +206,7 @@ def test_after_compaction_only_this_threads_media_comes_back_with_the_preamble(
 
 
 def test_a_long_text_file_is_cut_and_says_so() -> None:
-    from bot.session_media import MAX_TEXT_CHARS, _bounded
+    from chanctx.bot.claude.session_media import MAX_TEXT_CHARS, _bounded
 
     block = _bounded({"type": "text", "text": "x" * (MAX_TEXT_CHARS + 500)})
     assert block["text"].startswith("x" * MAX_TEXT_CHARS)

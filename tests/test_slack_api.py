@@ -9,15 +9,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from chanctx.bot.replay.fake_slack import FakeSlackAPI
+from chanctx.bot.slack.intake import SelfIdentity
+from chanctx.bot.slack.slack_api import SlackFetcher, SlackUnavailable
+from chanctx.cache import FakeClock, RateLimited, RateLimiter, ThreadReplyCache
+from chanctx.context import ChanctxError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from slack_sdk import WebClient
-
-from bot.fake_slack import FakeSlackAPI
-from bot.intake import SelfIdentity
-from bot.slack_api import SlackFetcher, SlackUnavailable
-from cache import FakeClock, RateLimited, RateLimiter, ThreadReplyCache
-from context import ChanctxError
 
 TOKEN = "xoxb-fetcher-test-secret"
 BASE = 1_760_000_000

@@ -1,10 +1,9 @@
 from __future__ import annotations
 
 import pytest
+from chanctx.context import render_slack_text
 from hypothesis import given
 from hypothesis import strategies as st
-
-from context import render_slack_text
 
 USERS = {"U1": "Sam Lee", "U2": "Ana"}
 CHANNELS = {"C9": "incidents"}

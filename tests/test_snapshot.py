@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
-from hypothesis import strategies as st
-
-from context import (
+from chanctx.context import (
     ChannelSnapshot,
     FileRef,
     Message,
@@ -17,7 +14,9 @@ from context import (
     reaction_labels,
     wire_json,
 )
-from context._render import text_of
+from chanctx.context._render import text_of
+from hypothesis import given
+from hypothesis import strategies as st
 
 from .strategies import chat_text, timelines, ts_at
 

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
-from hypothesis import strategies as st
-
-from context import (
+from chanctx.context import (
     Message,
     Names,
     ThreadContext,
@@ -14,8 +11,10 @@ from context import (
     iso_from_ts,
     wire_json,
 )
-from context._render import text_of
-from context._truncate import sentence_boundaries
+from chanctx.context._render import text_of
+from chanctx.context._truncate import sentence_boundaries
+from hypothesis import given
+from hypothesis import strategies as st
 
 from .strategies import BASE, threads, ts_at
 

@@ -12,10 +12,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from context.tokens import (
+from chanctx.context.tokens import (
     FAMILIES,
     FEATURES,
     EstimatingCounter,
@@ -24,6 +21,8 @@ from context.tokens import (
     default_counter,
     family_for_model,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 CALIBRATION = (
     Path(__file__).resolve().parents[2] / "shared" / "benchdata" / "tokens" / "calibration.jsonl"

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import tools
-from cache import ChannelHistory
-from context import FileRef, Message, Names
-from tools import ChannelTools, ChannelView, HistoryView, ToolResult
+from chanctx import tools
+from chanctx.cache import ChannelHistory
+from chanctx.context import FileRef, Message, Names
+from chanctx.tools import ChannelTools, ChannelView, HistoryView, ToolResult
 
 T0 = 1_781_020_800  # 2026-06-09T16:00:00Z
 C1, C2 = "C1CHECKOUT", "C2PEOPLEOPS"

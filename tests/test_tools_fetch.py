@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from chanctx.context import Message, iso_from_ts
+from chanctx.tools import ChannelTools, HistoryView, ThreadLookup
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from context import Message, iso_from_ts
-from tools import ChannelTools, HistoryView, ThreadLookup
 
 from .test_tools_data import (
     C1,

@@ -6,12 +6,11 @@ import re
 from typing import Any
 
 import pytest
+from chanctx.context import BudgetError
+from chanctx.tools import ChannelContextInput, ChannelMessagesInput, ChannelTools, HistoryView
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
-
-from context import BudgetError
-from tools import ChannelContextInput, ChannelMessagesInput, ChannelTools, HistoryView
 
 from .test_tools_data import INCIDENT, NAMES, build_history, tools_for
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from chanctx.tools._keywords import STOPWORDS, keywords, terms
 from hypothesis import given
 from hypothesis import strategies as st
-
-from tools._keywords import STOPWORDS, keywords, terms
 
 from .strategies import chat_text
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from chanctx.cache import ChannelHistory
+from chanctx.context import Message
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from cache import ChannelHistory
-from context import Message
 
 from .test_tools_data import (
     C1,

@@ -5,11 +5,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from chanctx.cache import ChannelHistory
+from chanctx.context import Message, iso_from_ts
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from cache import ChannelHistory
-from context import Message, iso_from_ts
 
 from .test_tools_data import (
     C1,

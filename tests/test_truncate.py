@@ -1,10 +1,9 @@
 from __future__ import annotations
 
+from chanctx.context import snippet, truncate_at_sentence
+from chanctx.context._truncate import sentence_boundaries
 from hypothesis import given
 from hypothesis import strategies as st
-
-from context import snippet, truncate_at_sentence
-from context._truncate import sentence_boundaries
 
 from .strategies import chat_text
 

@@ -12,11 +12,11 @@ structural). ``bot/`` implements ChannelView over its caches; :class:`HistoryVie
 
 from __future__ import annotations
 
-from ._definitions import CHANNEL_CONTEXT, CHANNEL_MESSAGES
-from ._env import ToolResult
-from ._indexed import IndexedHistory, SearchScope, synced_index
-from ._inputs import ChannelContextInput, ChannelMessagesInput
-from ._outputs import (
+from chanctx.tools._definitions import CHANNEL_CONTEXT, CHANNEL_MESSAGES
+from chanctx.tools._env import ToolResult
+from chanctx.tools._indexed import IndexedHistory, SearchScope, synced_index
+from chanctx.tools._inputs import ChannelContextInput, ChannelMessagesInput
+from chanctx.tools._outputs import (
     ChannelContextOutput,
     ContextResult,
     Coverage,
@@ -27,9 +27,9 @@ from ._outputs import (
     ThreadOutput,
     ThreadSummary,
 )
-from ._search import Ranking
-from ._tools import DEFAULT_OUTPUT_BUDGET, MIN_OUTPUT_BUDGET, ChannelTools
-from ._view import ChannelView, HistoryView, SearchableView, ThreadLookup
+from chanctx.tools._search import Ranking
+from chanctx.tools._tools import DEFAULT_OUTPUT_BUDGET, MIN_OUTPUT_BUDGET, ChannelTools
+from chanctx.tools._view import ChannelView, HistoryView, SearchableView, ThreadLookup
 
 __all__ = [
     "CHANNEL_CONTEXT",

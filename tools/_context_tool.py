@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-from cache import ts_key
-from context import Author, iso_from_ts
-from context._render import author_of
-from context.budget import Chunk
-
-from ._env import Env, ToolResult
-from ._fit import fit_ranked
-from ._index import ThreadStats
-from ._indexed import SearchScope, synced_index
-from ._inputs import ChannelContextInput, parse_since
-from ._outputs import ChannelContextOutput, ContextResult, Coverage, ThreadSummary, output_json
-from ._search import Hit, Search, search
-from ._view import SearchableView
+from chanctx.cache import ts_key
+from chanctx.context import Author, iso_from_ts
+from chanctx.context._render import author_of
+from chanctx.context.budget import Chunk
+from chanctx.tools._env import Env, ToolResult
+from chanctx.tools._fit import fit_ranked
+from chanctx.tools._index import ThreadStats
+from chanctx.tools._indexed import SearchScope, synced_index
+from chanctx.tools._inputs import ChannelContextInput, parse_since
+from chanctx.tools._outputs import (
+    ChannelContextOutput,
+    ContextResult,
+    Coverage,
+    ThreadSummary,
+    output_json,
+)
+from chanctx.tools._search import Hit, Search, search
+from chanctx.tools._view import SearchableView
 
 __all__ = ["PER_THREAD", "run_channel_context"]
 

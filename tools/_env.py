@@ -6,10 +6,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from context import Message, Names, TokenCounter
-
-from ._search import Ranking
-from ._view import ChannelView
+from chanctx.context import Message, Names, TokenCounter
+from chanctx.tools._search import Ranking
+from chanctx.tools._view import ChannelView
 
 __all__ = ["Env", "ToolResult", "not_found"]
 

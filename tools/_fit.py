@@ -14,10 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from chanctx.context import TokenCounter, truncate_at_sentence
+from chanctx.context.budget import Chunk, pack
 from pydantic import BaseModel
-
-from context import TokenCounter, truncate_at_sentence
-from context.budget import Chunk, pack
 
 __all__ = ["Fitted", "cut_text", "fit_ranked"]
 

@@ -35,13 +35,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
-from cache import ts_key
-from context import Message, Names
-from context._render import author_of, text_of
-
-from ._bm25 import BM25Index
-from ._keywords import Stemmer, terms
+from chanctx.cache import ts_key
+from chanctx.context import Message, Names
+from chanctx.context._render import author_of, text_of
+from chanctx.tools._bm25 import BM25Index
+from chanctx.tools._keywords import Stemmer, terms
 
 __all__ = ["STATES_CAUSE", "ChannelIndex", "SortedKeys", "ThreadStats", "document_terms"]
 

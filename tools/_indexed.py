@@ -18,11 +18,10 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from cache import ChannelHistory, ts_key
-from context import FileRef, Message
-
-from ._index import ChannelIndex, SortedKeys
-from ._keywords import Stemmer
+from chanctx.cache import ChannelHistory, ts_key
+from chanctx.context import FileRef, Message
+from chanctx.tools._index import ChannelIndex, SortedKeys
+from chanctx.tools._keywords import Stemmer
 
 __all__ = ["IndexedHistory", "SearchScope", "synced_index"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from ._porter import porter_stem
+from chanctx.tools._porter import porter_stem
 
 __all__ = ["STOPWORDS", "Keyword", "Stemmer", "keywords", "terms"]
 

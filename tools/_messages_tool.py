@@ -4,21 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cache import ts_key
-from context import Message, ThreadContext, Truncation, build_thread_context, iso_from_ts
-from context._render import author_of, media_of, text_of
-from context.budget import Chunk
-
-from ._env import Env, ToolResult, not_found
-from ._fit import cut_text, fit_ranked
-from ._inputs import ChannelMessagesInput
-from ._outputs import FetchedMessage, MediaInfo, MediaOutput, MessagesOutput, ThreadOutput
-from ._outputs import output_json as _json
+from chanctx.cache import ts_key
+from chanctx.context import Message, ThreadContext, Truncation, build_thread_context, iso_from_ts
+from chanctx.context._render import author_of, media_of, text_of
+from chanctx.context.budget import Chunk
+from chanctx.tools._env import Env, ToolResult, not_found
+from chanctx.tools._fit import cut_text, fit_ranked
+from chanctx.tools._inputs import ChannelMessagesInput
+from chanctx.tools._outputs import (
+    FetchedMessage,
+    MediaInfo,
+    MediaOutput,
+    MessagesOutput,
+    ThreadOutput,
+)
+from chanctx.tools._outputs import output_json as _json
 
 __all__ = ["run_channel_messages"]
 
 # The tool only describes the file; the bot attaches its content after this result when it can
-# download it (bot/session_media.py), or a line saying why it could not.
+# download it (bot/claude/session_media.py), or a line saying why it could not.
 MEDIA_NOTE = (
     "The file itself follows this result as a content block when it could be attached. If "
     "nothing follows, you cannot see its content: tell the user what the file is (name, type, "

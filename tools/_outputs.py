@@ -7,9 +7,8 @@ both to send and to count against the output budget.
 
 from __future__ import annotations
 
+from chanctx.context import Author, MediaRef, ThreadContext
 from pydantic import BaseModel, ConfigDict, Field
-
-from context import Author, MediaRef, ThreadContext
 
 __all__ = [
     "ChannelContextOutput",

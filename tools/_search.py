@@ -51,13 +51,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
-from cache import ts_key
-from context import Message, Names
-from context._render import author_of, text_of
-
-from ._index import ChannelIndex
-from ._keywords import Keyword, Stemmer, keywords
+from chanctx.cache import ts_key
+from chanctx.context import Message, Names
+from chanctx.context._render import author_of, text_of
+from chanctx.tools._index import ChannelIndex
+from chanctx.tools._keywords import Keyword, Stemmer, keywords
 
 __all__ = ["ORIGINAL", "Hit", "Ranking", "Search", "periods", "search"]
 

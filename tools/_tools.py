@@ -5,15 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from context import BudgetError, Names, TokenCounter, default_counter
-
-from ._context_tool import run_channel_context
-from ._definitions import CHANNEL_CONTEXT, CHANNEL_MESSAGES, definitions
-from ._env import Env, ToolResult
-from ._inputs import ChannelContextInput, ChannelMessagesInput, parse_input, short_repr
-from ._messages_tool import run_channel_messages
-from ._search import Ranking
-from ._view import ChannelView
+from chanctx.context import BudgetError, Names, TokenCounter, default_counter
+from chanctx.tools._context_tool import run_channel_context
+from chanctx.tools._definitions import CHANNEL_CONTEXT, CHANNEL_MESSAGES, definitions
+from chanctx.tools._env import Env, ToolResult
+from chanctx.tools._inputs import ChannelContextInput, ChannelMessagesInput, parse_input, short_repr
+from chanctx.tools._messages_tool import run_channel_messages
+from chanctx.tools._search import Ranking
+from chanctx.tools._view import ChannelView
 
 __all__ = ["DEFAULT_OUTPUT_BUDGET", "MIN_OUTPUT_BUDGET", "ChannelTools"]
 

@@ -11,10 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from cache import ChannelHistory
-from context import Message
-
-from ._indexed import IndexedHistory, SearchScope, synced_index
+from chanctx.cache import ChannelHistory
+from chanctx.context import Message
+from chanctx.tools._indexed import IndexedHistory, SearchScope, synced_index
 
 __all__ = ["ChannelView", "HistoryView", "SearchableView", "ThreadLookup"]
 

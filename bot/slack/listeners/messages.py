@@ -9,10 +9,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from chanctx.bot.runtime import Runtime
+from chanctx.bot.slack.listeners.mentions import turn_for
 from slack_bolt import App
-
-from ..runtime import Runtime
-from .mentions import turn_for
 
 __all__ = ["register"]
 

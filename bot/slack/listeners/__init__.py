@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from chanctx.bot.runtime import Runtime
+from chanctx.bot.slack.listeners import intake_middleware, mentions, messages, other
 from slack_bolt import App
-
-from ..runtime import Runtime
-from . import intake_middleware, mentions, messages, other
 
 __all__ = ["register"]
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from context import RecipeError
-from context.recipe import (
+from chanctx.context import RecipeError
+from chanctx.context.recipe import (
     ComputedCache,
     ComputedFileSource,
     FileSource,
@@ -40,7 +40,7 @@ from context.recipe import (
     parse_recipe,
     source_label,
 )
-from context.tokens import TokenCounter, default_counter
+from chanctx.context.tokens import TokenCounter, default_counter
 
 __all__ = ["CONTEXT_FILE", "RecipeRunner", "load_recipe"]
 

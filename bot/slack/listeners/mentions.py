@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from chanctx.bot.claude.answers import Turn
+from chanctx.bot.runtime import Runtime
 from slack_bolt import App
-
-from ..answers import Turn
-from ..runtime import Runtime
 
 __all__ = ["register"]
 

@@ -22,8 +22,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import anthropic
-
-from context import (
+from chanctx.bot.channel_view import EngineView
+from chanctx.bot.claude.answers import Answer, ToolCall, Turn
+from chanctx.bot.claude.prompt import CONTEXT_HEADER, system_prompt
+from chanctx.bot.claude.recipe_runner import RecipeRunner
+from chanctx.bot.claude.session_media import (
+    Attached,
+    Located,
+    MediaAttacher,
+    MediaSource,
+    thread_media,
+)
+from chanctx.bot.engine import BuiltContext, ContextEngine
+from chanctx.context import (
     ChanctxError,
     Fitted,
     Message,
@@ -33,7 +44,7 @@ from context import (
     render_slack_text,
     wire_json,
 )
-from manifest_store import (
+from chanctx.manifest_store import (
     AttachmentManifest,
     CompactionEntry,
     CustomEntry,
@@ -47,14 +58,7 @@ from manifest_store import (
     summarize_request,
     trim,
 )
-from tools import ChannelTools, ToolResult
-
-from .answers import Answer, ToolCall, Turn
-from .channel_view import EngineView
-from .engine import BuiltContext, ContextEngine
-from .prompt import CONTEXT_HEADER, system_prompt
-from .recipe_runner import RecipeRunner
-from .session_media import Attached, Located, MediaAttacher, MediaSource, thread_media
+from chanctx.tools import ChannelTools, ToolResult
 
 __all__ = ["DEFAULT_MODEL", "ClaudeResponder", "SessionSettings"]
 
@@ -457,7 +461,7 @@ class ClaudeResponder:
 
     @staticmethod
     def _line(message: Message, names: Names) -> str:
-        from context._time import iso_from_ts
+        from chanctx.context._time import iso_from_ts
 
         author = names.users.get(message.user_id) or message.author_name or message.user_id
         text = " ".join(

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .answers import Responder, TurnResult
-from .engine import ContextSettings
-from .fixture import Fixture
-from .offline import OfflineBot
-from .recipe_runner import RecipeRunner
-from .session import SessionSettings
+from chanctx.bot.claude.answers import Responder, TurnResult
+from chanctx.bot.claude.recipe_runner import RecipeRunner
+from chanctx.bot.claude.session import SessionSettings
+from chanctx.bot.engine import ContextSettings
+from chanctx.bot.replay.fixture import Fixture
+from chanctx.bot.replay.offline import OfflineBot
 
 __all__ = ["ReplayOptions", "replay"]
 

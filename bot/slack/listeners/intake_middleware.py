@@ -10,9 +10,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from chanctx.bot.runtime import Runtime
 from slack_bolt import BoltResponse
-
-from ..runtime import Runtime
 
 __all__ = ["build"]
 

@@ -23,9 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from context.tokens import TokenCounter, default_counter
-
-from .media import image_tokens
+from chanctx.bot.slack.media import image_tokens
+from chanctx.context.tokens import TokenCounter, default_counter
 
 __all__ = ["OFFLINE_MARK", "MessagesEndpoint", "PromptCacheSim"]
 

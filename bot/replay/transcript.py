@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from context import ChannelSnapshot, ThreadContext
+from chanctx.context import ChannelSnapshot, ThreadContext
 
 __all__ = ["render_transcript"]
 

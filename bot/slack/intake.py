@@ -12,13 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from chanctx.bot.slack._slack_models import SlackMessage, SlackReactionItem
+from chanctx.context import FileRef, Message, Reaction
+from chanctx.context._errors import InvalidTimestamp
+from chanctx.context._time import validate_ts
 from pydantic import ValidationError
-
-from context import FileRef, Message, Reaction
-from context._errors import InvalidTimestamp
-from context._time import validate_ts
-
-from ._slack_models import SlackMessage, SlackReactionItem
 
 __all__ = [
     "Delete",

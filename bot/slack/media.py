@@ -58,8 +58,8 @@ from http.client import HTTPException, HTTPResponse
 from typing import Any, Final, Literal, cast
 from urllib.parse import SplitResult, urljoin, urlsplit
 
-from cache import CachedMedia, MediaContentCache
-from context import FileRef
+from chanctx.cache import CachedMedia, MediaContentCache
+from chanctx.context import FileRef
 
 __all__ = [
     "API_IMAGE_MAX_BASE64_BYTES",

@@ -43,7 +43,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
 from urllib.parse import parse_qsl, quote, urlsplit
 
-from ._loopback import LoopbackServer
+from chanctx.bot.replay._loopback import LoopbackServer
 
 __all__ = [
     "FILE_DOWNLOAD",

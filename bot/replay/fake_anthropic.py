@@ -33,10 +33,9 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
 
-from context.tokens import default_counter
-
-from ._loopback import LoopbackServer
-from .fake_claude import MessagesEndpoint
+from chanctx.bot.replay._loopback import LoopbackServer
+from chanctx.bot.replay.fake_claude import MessagesEndpoint
+from chanctx.context.tokens import default_counter
 
 __all__ = ["FRAME_TOKENS", "FakeAnthropicAPI", "Fault", "RecordedRequest"]
 

@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .engine import BuiltContext
+from chanctx.bot.engine import BuiltContext
 
 __all__ = ["Answer", "AnswerRunner", "NullResponder", "Responder", "ToolCall", "Turn", "TurnResult"]
 

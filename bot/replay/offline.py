@@ -14,26 +14,24 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anthropic
+from chanctx.bot.claude.answers import NullResponder, Responder
+from chanctx.bot.claude.recipe_runner import RecipeRunner
+from chanctx.bot.claude.session import ClaudeResponder, SessionSettings
+from chanctx.bot.engine import ContextEngine, ContextSettings
+from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
+from chanctx.bot.replay.fake_slack import FakeSlackAPI
+from chanctx.bot.runtime import Runtime
+from chanctx.bot.slack.app import build_app
+from chanctx.bot.slack.intake import SelfIdentity
+from chanctx.bot.slack.media import FetchedMedia, MediaFailure, MediaFetcher
+from chanctx.bot.slack.slack_api import SlackFetcher
+from chanctx.cache import MediaContentCache, RateLimiter, ThreadReplyCache
+from chanctx.context import FileRef, default_counter
+from chanctx.manifest_store import SessionStore
 from slack_bolt import App, BoltResponse
 from slack_bolt.request import BoltRequest
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
-
-from cache import MediaContentCache, RateLimiter, ThreadReplyCache
-from context import FileRef, default_counter
-from manifest_store import SessionStore
-
-from .answers import NullResponder, Responder
-from .app import build_app
-from .engine import ContextEngine, ContextSettings
-from .fake_anthropic import FakeAnthropicAPI
-from .fake_slack import FakeSlackAPI
-from .intake import SelfIdentity
-from .media import FetchedMedia, MediaFailure, MediaFetcher
-from .recipe_runner import RecipeRunner
-from .runtime import Runtime
-from .session import ClaudeResponder, SessionSettings
-from .slack_api import SlackFetcher
 
 __all__ = ["OfflineBot", "ReplayClock", "ReplayMedia"]
 

@@ -22,8 +22,7 @@ from typing import Final
 
 import anthropic
 from cachetools import LRUCache
-
-from context.tokens import TokenCounter, default_counter
+from chanctx.context.tokens import TokenCounter, default_counter
 
 __all__ = ["ExactCounter", "make_counter"]
 

@@ -13,10 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from context import FileRef, Message
-from manifest_store import AttachmentManifest, AttachmentRecord, reattach_preamble
-
-from .media import FetchedMedia, MediaFailure, placeholder, to_content_block
+from chanctx.bot.slack.media import FetchedMedia, MediaFailure, placeholder, to_content_block
+from chanctx.context import FileRef, Message
+from chanctx.manifest_store import AttachmentManifest, AttachmentRecord, reattach_preamble
 
 __all__ = ["MAX_TEXT_CHARS", "MediaAttacher", "MediaSource", "vision_tokens"]
 

@@ -6,11 +6,10 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from chanctx.bot.runtime import Runtime
+from chanctx.bot.slack.listeners import register
 from slack_bolt import App
 from slack_sdk import WebClient
-
-from .listeners import register
-from .runtime import Runtime
 
 __all__ = ["build_app"]
 

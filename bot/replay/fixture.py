@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from context import ChanctxError
+from chanctx.context import ChanctxError
 
 __all__ = ["Fixture", "FixtureError", "load_fixture", "users_state"]
 

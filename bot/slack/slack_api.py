@@ -24,16 +24,14 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
 from cachetools import TTLCache
+from chanctx.bot.slack._slack_models import SlackMessage
+from chanctx.bot.slack.intake import SelfIdentity, to_message
+from chanctx.cache import RateLimited, RateLimiter, ts_key
+from chanctx.context import ChanctxError, Message
+from chanctx.context._errors import InvalidTimestamp
 from pydantic import ValidationError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
-
-from cache import RateLimited, RateLimiter, ts_key
-from context import ChanctxError, Message
-from context._errors import InvalidTimestamp
-
-from ._slack_models import SlackMessage
-from .intake import SelfIdentity, to_message
 
 __all__ = ["Overflow", "SlackFetcher", "SlackUnavailable"]
 
