@@ -1,47 +1,55 @@
-"""The ``chanctx`` command line: replay, run, record."""
+"""The ``chanctx`` command line: replay, run, record.
+
+Every setting is a flag and an environment variable (``chanctx.bot.options``); secrets come from
+the environment only. A bad setting is one line on stderr naming it, and exit status 2.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from importlib import metadata, resources
+from pathlib import Path
 
-from chanctx.bot.engine import ContextSettings
+from chanctx.bot.logs import configure_logging
+from chanctx.bot.options import Command, Options, add_options, resolve_options, session_settings
 from chanctx.context import ChanctxError
 
-__all__ = ["main"]
+__all__ = ["main", "parser"]
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _version() -> str:
+    try:
+        return metadata.version("chanctx")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(
         prog="chanctx", description="Channel-aware context for Claude in Slack."
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
-    commands = parser.add_subparsers(dest="command", required=True)
+    root.add_argument("--version", action="version", version=f"chanctx {_version()}")
+    commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     replay = commands.add_parser(
         "replay",
         help="Replay a recorded fixture offline through the real app and print a transcript.",
         description=(
-            "Replay a fixture directory (fixtures/README.md) through the real Bolt app against a "
-            "loopback fake Slack Web API: no network, no credentials, deterministic. "
-            "Example: chanctx replay fixtures/demo --json"
+            "Replay a fixture directory (fixtures/README.md) through the real Bolt app and the real "
+            "anthropic client against loopback fakes: no network, no credentials, deterministic. "
+            "Examples: chanctx replay --demo; chanctx replay fixtures/demo --json"
         ),
     )
-    replay.add_argument("fixture", help="a fixture directory")
+    replay.add_argument("fixture", nargs="?", help="a fixture directory")
+    replay.add_argument(
+        "--demo", action="store_true", help="replay the demo fixture bundled with chanctx"
+    )
     replay.add_argument("--json", action="store_true", help="print the machine-readable report")
-    replay.add_argument("--thread-budget", type=int, default=ContextSettings.thread_budget)
-    replay.add_argument("--snapshot-budget", type=int, default=ContextSettings.snapshot_budget)
-    replay.add_argument(
-        "--window", type=int, default=ContextSettings.window, help="adjacent messages"
-    )
-    replay.add_argument("--model", default=None, help="model id; picks the token family")
-    replay.add_argument(
-        "--overflow", choices=["queue", "degrade"], default="queue", help="rate-limit policy"
-    )
+    add_options(replay, "replay")
 
     for name, text in (
         ("run", "Run the bot against Slack (Socket Mode, or --http)."),
@@ -50,51 +58,62 @@ def _parser() -> argparse.ArgumentParser:
         command = commands.add_parser(
             name,
             help=text,
-            description=text + " Settings: SLACK_BOT_TOKEN, and SLACK_APP_TOKEN (Socket Mode) or "
-            "SLACK_SIGNING_SECRET (--http). Example: chanctx "
-            + name
-            + (" out/" if name == "record" else ""),
+            description=text + " Secrets from the environment: SLACK_BOT_TOKEN, and "
+            "SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (--http); ANTHROPIC_API_KEY "
+            "unless --no-claude. Example: chanctx " + name + (" out/" if name == "record" else ""),
         )
         if name == "record":
             command.add_argument(
                 "out_dir", help="directory to write events.jsonl and slack_api.json to"
             )
-        command.add_argument("--http", action="store_true", help="serve the Events API over HTTP")
-        command.add_argument("--port", type=int, default=3000)
-        command.add_argument("--host", default="0.0.0.0", help="address to listen on with --http")
-        command.add_argument(
-            "--no-claude", action="store_true", help="context only: answer nothing"
-        )
-    return parser
+        add_options(command, name)  # type: ignore[arg-type]
+    return root
 
 
-def _replay(args: argparse.Namespace) -> int:
+def demo_fixture() -> Path:
+    """The demo fixture shipped inside the package (``chanctx.fixtures``)."""
+    return Path(str(resources.files("chanctx.fixtures").joinpath("demo")))
+
+
+def _replay(args: argparse.Namespace, options: Options) -> int:
+    from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
+    from chanctx.bot.engine import ContextSettings
     from chanctx.bot.replay.fixture import load_fixture
     from chanctx.bot.replay.runner import ReplayOptions, replay
     from chanctx.bot.replay.transcript import render_transcript
+    from chanctx.bot.settings import SettingsError
 
-    options = ReplayOptions(
-        settings=ContextSettings(
-            thread_budget=args.thread_budget,
-            snapshot_budget=args.snapshot_budget,
-            window=args.window,
+    if args.demo == bool(args.fixture):
+        raise SettingsError("replay needs a fixture directory or --demo (one of the two)")
+    fixture = load_fixture(demo_fixture() if args.demo else args.fixture)
+    home = (options.home or fixture.path).resolve()
+    report = replay(
+        fixture,
+        options=ReplayOptions(
+            settings=ContextSettings(
+                thread_budget=options.thread_budget,
+                snapshot_budget=options.snapshot_budget,
+                window=options.window,
+            ),
+            model=options.model,
+            overflow=options.overflow,
+            claude=options.claude,
+            session=session_settings(options),
+            data_dir=options.data_dir,
+            recipe=RecipeRunner(load_recipe(home), home=home, cwd=Path.cwd()),
+            history_per_channel=options.history_per_channel,
         ),
-        model=args.model,
-        overflow=args.overflow,
     )
-    report = replay(load_fixture(args.fixture), options=options)
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else render_transcript(report))
     return 0
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _serve(args: argparse.Namespace, options: Options, env: Mapping[str, str]) -> int:
     from chanctx.bot.serve import build_runtime, known_state, serve
     from chanctx.bot.settings import load_settings
     from slack_sdk import WebClient
 
-    settings = load_settings(
-        http=args.http, port=args.port, host=args.host, claude=not args.no_claude
-    )
+    settings = load_settings(options=options, env=env)
     runtime = build_runtime(WebClient(token=settings.bot_token), settings)
     if args.command == "record":
         from chanctx.bot.replay.record import Recorder
@@ -110,14 +129,16 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    env = os.environ if env is None else env
+    args = parser().parse_args(argv)
+    command: Command = args.command
     try:
-        return _replay(args) if args.command == "replay" else _serve(args)
+        options = resolve_options(args, env, command)
+        configure_logging(options.log_level, options.log_format)
+        if command == "replay":
+            return _replay(args, options)
+        return _serve(args, options, env)
     except BrokenPipeError:
         # The reader went away (`| head`): not an error worth a traceback.
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115

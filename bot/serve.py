@@ -3,63 +3,53 @@
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anthropic
 from chanctx.bot.claude.answers import NullResponder, Responder
 from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
-from chanctx.bot.claude.session import ClaudeResponder, SessionSettings
-from chanctx.bot.engine import ContextEngine
+from chanctx.bot.claude.session import ClaudeResponder
+from chanctx.bot.engine import ContextEngine, ContextSettings
+from chanctx.bot.options import Options, session_settings
 from chanctx.bot.runtime import Runtime
-from chanctx.bot.settings import RunSettings, SettingsError
+from chanctx.bot.settings import RunSettings
 from chanctx.bot.slack.app import build_app
 from chanctx.bot.slack.http_server import EventsServer
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.bot.slack.media import MediaFetcher
 from chanctx.bot.slack.slack_api import SlackFetcher
 from chanctx.cache import MediaContentCache, RateLimiter
+from chanctx.context import default_counter
 from chanctx.manifest_store import SessionStore
 from chanctx.tools import IndexedHistory
 from slack_bolt import App
 from slack_sdk import WebClient
 
-__all__ = ["HISTORY_PER_CHANNEL", "build_runtime", "history_from_env", "known_state", "serve"]
+__all__ = ["build_runtime", "known_state", "serve"]
 
 logger = logging.getLogger("chanctx.serve")
-
-HISTORY_PER_CHANNEL = "CHANCTX_HISTORY_PER_CHANNEL"
-DEFAULT_HISTORY_PER_CHANNEL = 5_000
-
-
-def history_from_env(env: Mapping[str, str] | None = None) -> IndexedHistory:
-    """The engine's history: CHANCTX_HISTORY_PER_CHANNEL messages per channel (default 5,000),
-    the window channel_context searches, with its search index kept current on every write."""
-    env = os.environ if env is None else env
-    raw = env.get(HISTORY_PER_CHANNEL, "").strip()
-    bound = DEFAULT_HISTORY_PER_CHANNEL
-    if raw:
-        try:
-            bound = int(raw.replace("_", ""))
-        except ValueError:
-            bound = 0
-        if bound <= 0:
-            raise SettingsError(
-                f"{HISTORY_PER_CHANNEL} must be a positive whole number of messages per channel "
-                f"(e.g. 100000), got {raw!r}."
-            )
-    return IndexedHistory(max_messages_per_channel=bound)
 
 
 def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Runtime:
     """Learn who we are (auth.test) and wire the engine to the rate-limited Web API and, with
     an API key, to Claude. The recipe is validated here, so a bad context.yaml stops start-up."""
+    options = settings.options if settings is not None else Options()
     auth = client.auth_test()
     me = SelfIdentity(user_id=str(auth.get("user_id", "")), bot_id=str(auth.get("bot_id", "")))
-    fetcher = SlackFetcher(client, limiter=RateLimiter(), me=me)
-    engine = ContextEngine(me=me, slack=fetcher, history=history_from_env())
+    fetcher = SlackFetcher(client, limiter=RateLimiter(), me=me, overflow=options.overflow)
+    engine = ContextEngine(
+        me=me,
+        settings=ContextSettings(
+            thread_budget=options.thread_budget,
+            snapshot_budget=options.snapshot_budget,
+            window=options.window,
+        ),
+        counter=default_counter(options.model),
+        slack=fetcher,
+        history=IndexedHistory(max_messages_per_channel=options.history_per_channel),
+    )
     responder: Responder = NullResponder()
     if settings is not None and settings.anthropic_api_key:
         home = Path(settings.home).resolve()
@@ -71,7 +61,7 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
             recipe=RecipeRunner(load_recipe(home), home=home, cwd=Path.cwd()),
             # The token goes only to Slack's file hosts over HTTPS (bot/slack/media.py).
             media=MediaFetcher(token=settings.bot_token, cache=MediaContentCache()),
-            settings=SessionSettings(model=settings.model, attach_media=settings.attach_media),
+            settings=session_settings(options),
         )
     return Runtime(engine=engine, client=client, responder=responder)
 

@@ -3,34 +3,53 @@
 from __future__ import annotations
 
 import os
+from argparse import Namespace
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Literal
 
-from chanctx.context import ChanctxError
+from chanctx.bot.options import Options, SettingsError, resolve_options
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["RunSettings", "SettingsError", "load_settings"]
 
 
-class SettingsError(ChanctxError):
-    """A missing or malformed setting; the message names it and says what is expected."""
-
-
 class RunSettings(BaseModel):
+    """What ``run`` and ``record`` need: the secrets (never printed) and the resolved options."""
+
     model_config = ConfigDict(frozen=True)
 
     mode: Literal["socket", "http"]
     bot_token: str = Field(repr=False)
     app_token: str | None = Field(default=None, repr=False)
     signing_secret: str | None = Field(default=None, repr=False)
-    port: int = 3000
-    host: str = "0.0.0.0"
     # None: context-only mode (--no-claude), nothing is answered.
     anthropic_api_key: str | None = Field(default=None, repr=False)
-    model: str = "claude-sonnet-5"
-    data_dir: str = ".chanctx"
-    home: str = "."
-    attach_media: bool = False  # CHANCTX_ATTACH_MEDIA=1: attach the thread's files inline
+    options: Options
+
+    @property
+    def port(self) -> int:
+        return self.options.port
+
+    @property
+    def host(self) -> str:
+        return self.options.host
+
+    @property
+    def model(self) -> str:
+        return self.options.model
+
+    @property
+    def data_dir(self) -> Path:
+        return self.options.data_dir or Path(".chanctx")
+
+    @property
+    def home(self) -> Path:
+        return self.options.home or Path(".")
+
+    @property
+    def attach_media(self) -> bool:
+        return self.options.attach_media
 
 
 def _require(env: Mapping[str, str], name: str, prefix: str | None, purpose: str) -> str:
@@ -47,28 +66,26 @@ def _require(env: Mapping[str, str], name: str, prefix: str | None, purpose: str
 
 def load_settings(
     *,
-    http: bool,
-    port: int = 3000,
-    host: str = "0.0.0.0",
-    claude: bool = True,
+    options: Options | None = None,
     env: Mapping[str, str] | None = None,
+    http: bool | None = None,
+    port: int | None = None,
+    host: str | None = None,
+    claude: bool | None = None,
 ) -> RunSettings:
+    """The secrets from ``env`` and the options (from ``env`` too when not given); the keyword
+    arguments override single options, for callers that build settings in code."""
     env = os.environ if env is None else env
+    options = options or resolve_options(Namespace(), env, "run")
+    given = {"http": http, "port": port, "host": host, "claude": claude}
+    options = options.model_copy(update={k: v for k, v in given.items() if v is not None})
+    if not 0 < options.port < 65536:
+        raise SettingsError(f"--port {options.port} is not a TCP port (1-65535).")
     bot_token = _require(env, "SLACK_BOT_TOKEN", "xoxb-", "the bot token from OAuth & Permissions")
-    common: dict[str, object] = {
-        "bot_token": bot_token,
-        "model": env.get("CHANCTX_MODEL", "").strip() or "claude-sonnet-5",
-        "data_dir": env.get("CHANCTX_DATA_DIR", "").strip() or ".chanctx",
-        "home": env.get("CHANCTX_HOME", "").strip() or ".",
-        "attach_media": env.get("CHANCTX_ATTACH_MEDIA", "").strip().lower() in {"1", "true", "yes"},
-    }
-    if http:
-        if not 0 < port < 65536:
-            raise SettingsError(f"--port {port} is not a TCP port (1-65535).")
+    common: dict[str, object] = {"bot_token": bot_token, "options": options}
+    if options.http:
         common.update(
             mode="http",
-            port=port,
-            host=host,
             signing_secret=_require(
                 env,
                 "SLACK_SIGNING_SECRET",
@@ -86,7 +103,7 @@ def load_settings(
                 "an app-level token with connections:write, for Socket Mode",
             ),
         )
-    if claude:
+    if options.claude:
         common["anthropic_api_key"] = _require(
             env,
             "ANTHROPIC_API_KEY",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import json
 import random
+from argparse import Namespace
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,8 +23,7 @@ import numpy as np
 import pytest
 from chanctx.bot.channel_view import EngineView
 from chanctx.bot.engine import ContextEngine
-from chanctx.bot.serve import history_from_env
-from chanctx.bot.settings import SettingsError
+from chanctx.bot.options import SettingsError, resolve_options
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.cache import ChannelHistory, ts_key
 from chanctx.context import FileRef, Message, Names
@@ -463,13 +463,12 @@ def test_the_engine_view_serves_the_history_index_and_hides_the_anchor() -> None
 
 
 def test_the_history_bound_comes_from_the_environment() -> None:
-    assert history_from_env({}).max_messages_per_channel == 5_000
+    assert resolve_options(Namespace(), {}, "run").history_per_channel == 5_000
     env = {"CHANCTX_HISTORY_PER_CHANNEL": "100_000"}
-    history = history_from_env(env)
-    assert isinstance(history, IndexedHistory) and history.max_messages_per_channel == 100_000
+    assert resolve_options(Namespace(), env, "run").history_per_channel == 100_000
     for bad in ("0", "-5", "lots", "1e5"):
         with pytest.raises(SettingsError, match="CHANCTX_HISTORY_PER_CHANNEL"):
-            history_from_env({"CHANCTX_HISTORY_PER_CHANNEL": bad})
+            resolve_options(Namespace(), {"CHANCTX_HISTORY_PER_CHANNEL": bad}, "run")
 
 
 # -- every ranking signal is explained --------------------------------------------------------

@@ -28,6 +28,7 @@ from chanctx.bot.slack.slack_api import SlackFetcher
 from chanctx.cache import MediaContentCache, RateLimiter, ThreadReplyCache
 from chanctx.context import FileRef, default_counter
 from chanctx.manifest_store import SessionStore
+from chanctx.tools import IndexedHistory
 from slack_bolt import App, BoltResponse
 from slack_bolt.request import BoltRequest
 from slack_sdk import WebClient
@@ -72,6 +73,7 @@ class OfflineBot:
         data_dir: Path | None = None,
         session_settings: SessionSettings | None = None,
         recipe: RecipeRunner | None = None,
+        history_per_channel: int = 5_000,
     ) -> None:
         """``claude=True`` answers with a real Claude session against the fake Anthropic API
         (the ``cassette``'s responses, then the offline model); sessions live in ``data_dir``."""
@@ -92,6 +94,7 @@ class OfflineBot:
             counter=default_counter(model),
             slack=self.fetcher,
             threads=ThreadReplyCache(self.fetcher, clock=self.clock),
+            history=IndexedHistory(max_messages_per_channel=history_per_channel),
         )
         self.anthropic: FakeAnthropicAPI | None = None
         self.claude_client: anthropic.Anthropic | None = None

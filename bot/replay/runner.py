@@ -30,6 +30,7 @@ class ReplayOptions:
     session: SessionSettings | None = None
     data_dir: Path | None = None  # keep the session logs here (default: a temporary directory)
     recipe: RecipeRunner | None = None
+    history_per_channel: int = 5_000  # messages kept per channel (the search window)
 
 
 def turn_report(result: TurnResult) -> dict[str, Any]:
@@ -78,6 +79,7 @@ def replay(
         data_dir=options.data_dir,
         session_settings=options.session,
         recipe=options.recipe,
+        history_per_channel=options.history_per_channel,
     ) as bot:
         for envelope in fixture.envelopes:
             bot.dispatch(envelope)

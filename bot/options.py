@@ -1,0 +1,300 @@
+"""Every operator setting, declared once: its flag, its environment variable, its default.
+
+The CLI builds its flags from this table, the README's settings table is checked against it, and
+a value is resolved the same way everywhere: the flag if given, else the environment variable,
+else the default. A bad value stops start-up with one line naming the flag, the variable and the
+value. Secrets are not here: tokens and keys come from the environment only (a command line is
+visible to every user of the machine in ``ps``), see ``chanctx.bot.settings``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from chanctx.context import ChanctxError
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from chanctx.bot.claude.session import SessionSettings
+
+__all__ = [
+    "SETTINGS",
+    "Options",
+    "Setting",
+    "SettingsError",
+    "add_options",
+    "resolve_options",
+    "session_settings",
+]
+
+Command = Literal["run", "record", "replay"]
+SERVING: frozenset[Command] = frozenset({"run", "record"})
+ALL: frozenset[Command] = frozenset({"run", "record", "replay"})
+
+
+class SettingsError(ChanctxError):
+    """A missing or malformed setting; the message names it and says what is expected."""
+
+
+class Options(BaseModel):
+    """The resolved settings of one command (secrets excluded)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    thread_budget: int = 8_000
+    snapshot_budget: int = 1_500
+    window: int = 20
+    model: str = "claude-sonnet-5"
+    data_dir: Path | None = None  # run: ./.chanctx; replay: a temporary directory
+    home: Path | None = None  # run: the working directory; replay: the fixture directory
+    compaction: Literal["trim", "summarize", "off"] = "trim"
+    compaction_threshold: float = 0.8
+    history_per_channel: int = 5_000
+    attach_media: bool = False
+    overflow: Literal["queue", "degrade"] = "queue"
+    log_format: Literal["text", "json"] = "text"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    http: bool = False
+    host: str = "0.0.0.0"
+    port: int = 3000
+    claude: bool = True
+
+
+def _positive_int(text: str) -> int:
+    value = int(text.replace("_", ""))
+    if value <= 0:
+        raise ValueError
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text.replace("_", ""))
+    if value < 0:
+        raise ValueError
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value <= 1.0:
+        raise ValueError
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 < value < 65536:
+        raise ValueError
+    return value
+
+
+def _text(text: str) -> str:
+    if not text.strip():
+        raise ValueError
+    return text.strip()
+
+
+def _path(text: str) -> Path:
+    return Path(_text(text))
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _switch(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ValueError
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the settings table (and of the README's)."""
+
+    name: str  # the Options field
+    flag: str
+    env: str
+    parse: Callable[[str], Any]
+    expected: str  # what a valid value is, for the error message
+    help: str
+    commands: frozenset[Command] = ALL
+    # A switch takes no value on the command line (its flag turns it on, or off for --no-*).
+    switch_value: bool | None = None
+    choices: tuple[str, ...] = ()
+    shown_default: str = ""  # the default as the README shows it, where the value alone misleads
+
+
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip().lower()
+        if value not in choices:
+            raise ValueError
+        return value
+
+    return parse
+
+
+def _choice_setting(name: str, flag: str, env: str, help_: str, *choices: str) -> Setting:
+    return Setting(
+        name, flag, env, _choice(*choices), "one of " + ", ".join(choices), help_, choices=choices
+    )
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "thread_budget", "--thread-budget", "CHANCTX_THREAD_BUDGET", _positive_int,
+        "a positive whole number of tokens", "tokens for the ThreadContext JSON",
+    ),
+    Setting(
+        "snapshot_budget", "--snapshot-budget", "CHANCTX_SNAPSHOT_BUDGET", _positive_int,
+        "a positive whole number of tokens", "tokens for the ChannelSnapshot JSON",
+    ),
+    Setting(
+        "window", "--window", "CHANCTX_WINDOW", _non_negative_int,
+        "a whole number of messages (0 or more)", "adjacent channel messages in the snapshot",
+    ),
+    Setting(
+        "model", "--model", "CHANCTX_MODEL", _text, "a model id",
+        "Claude model id; also picks the token counting family",
+    ),
+    Setting(
+        "data_dir", "--data-dir", "CHANCTX_DATA_DIR", _path, "a directory path",
+        "where session logs are kept",
+        shown_default="./.chanctx (replay: a temporary directory)",
+    ),
+    Setting(
+        "home", "--home", "CHANCTX_HOME", _path, "a directory path",
+        "where context.yaml and its files are read",
+        shown_default=". (replay: the fixture directory)",
+    ),
+    _choice_setting(
+        "compaction", "--compaction", "CHANCTX_COMPACTION",
+        "how a session is compacted near the window", "trim", "summarize", "off",
+    ),
+    Setting(
+        "compaction_threshold", "--compaction-threshold", "CHANCTX_COMPACTION_THRESHOLD",
+        _fraction, "a fraction above 0 and at most 1",
+        "share of the context window at which a session is compacted",
+    ),
+    Setting(
+        "history_per_channel", "--history-per-channel", "CHANCTX_HISTORY_PER_CHANNEL",
+        _positive_int, "a positive whole number of messages",
+        "messages kept per channel: the window channel_context searches",
+    ),
+    Setting(
+        "attach_media", "--attach-media", "CHANCTX_ATTACH_MEDIA", _switch, "1 or 0",
+        "attach the thread's files inline (opt-in)", switch_value=True,
+    ),
+    _choice_setting(
+        "overflow", "--overflow", "CHANCTX_OVERFLOW",
+        "at the Slack rate limit: wait, or serve what the caches hold", "queue", "degrade",
+    ),
+    _choice_setting(
+        "log_format", "--log-format", "CHANCTX_LOG_FORMAT",
+        "log lines as text or one JSON object each", "text", "json",
+    ),
+    _choice_setting(
+        "log_level", "--log-level", "CHANCTX_LOG_LEVEL", "least severe level logged",
+        "debug", "info", "warning", "error",
+    ),
+    Setting(
+        "http", "--http", "CHANCTX_HTTP", _switch, "1 or 0",
+        "serve the HTTP Events API instead of Socket Mode", commands=SERVING, switch_value=True,
+    ),
+    Setting(
+        "host", "--host", "CHANCTX_HOST", _text, "an address",
+        "address to listen on with --http", commands=SERVING,
+    ),
+    Setting(
+        "port", "--port", "CHANCTX_PORT", _port, "a TCP port (1-65535)",
+        "port to listen on with --http", commands=SERVING, shown_default="3000",
+    ),
+    Setting(
+        "claude", "--no-claude", "CHANCTX_CLAUDE", _switch, "1 or 0",
+        "context only: answer nothing (CHANCTX_CLAUDE=0)", switch_value=False,
+        shown_default="answer with Claude",
+    ),
+)  # fmt: skip
+
+
+def default_text(setting: Setting) -> str:
+    """The default as the README shows it."""
+    if setting.shown_default:
+        return setting.shown_default
+    value = Options.model_fields[setting.name].default
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def add_options(parser: argparse.ArgumentParser, command: Command) -> None:
+    """Add every setting of ``command`` as a flag whose absence is visible (default None)."""
+    for setting in SETTINGS:
+        if command not in setting.commands:
+            continue
+        text = f"{setting.help} [env {setting.env}; default {default_text(setting)}]"
+        if setting.switch_value is not None:
+            parser.add_argument(
+                setting.flag,
+                dest=setting.name,
+                action="store_const",
+                const=setting.switch_value,
+                default=None,
+                help=text,
+            )
+        else:
+            parser.add_argument(
+                setting.flag,
+                dest=setting.name,
+                default=None,
+                metavar=setting.name.upper(),
+                help=text,
+            )
+
+
+def resolve_options(args: argparse.Namespace, env: Mapping[str, str], command: Command) -> Options:
+    """Flag, else environment variable, else default; every value checked with a clear error."""
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        if command not in setting.commands:
+            continue
+        given = getattr(args, setting.name, None)
+        if isinstance(given, bool):
+            values[setting.name] = given
+            continue
+        source, raw = (
+            (setting.flag, given) if given is not None else (setting.env, env.get(setting.env))
+        )
+        if raw is None or (source == setting.env and not raw.strip()):
+            continue
+        try:
+            values[setting.name] = setting.parse(raw)
+        except ValueError:
+            raise SettingsError(
+                f"{source} must be {setting.expected}, got {raw!r}"
+                + (f" (flag {setting.flag})" if source == setting.env else f" (env {setting.env})")
+            ) from None
+    return Options(**values)
+
+
+def session_settings(options: Options) -> SessionSettings:
+    """The Claude session settings the options name (imported here, not at the top, so that
+    ``chanctx --help`` does not load the Anthropic SDK)."""
+    from chanctx.bot.claude.session import SessionSettings
+
+    return SessionSettings(
+        model=options.model,
+        compaction=options.compaction,
+        compaction_threshold=options.compaction_threshold,
+        attach_media=options.attach_media,
+    )
