@@ -62,6 +62,7 @@ class Options(BaseModel):
     host: str = "0.0.0.0"
     port: int = 3000
     claude: bool = True
+    redis_url: str | None = None
 
 
 def _positive_int(text: str) -> int:
@@ -216,6 +217,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "port", "--port", "CHANCTX_PORT", _port, "a TCP port (1-65535)",
         "port to listen on with --http", commands=SERVING, shown_default="3000",
+    ),
+    Setting(
+        "redis_url", "--redis-url", "CHANCTX_REDIS_URL", _text, "a redis:// URL",
+        "Redis shared by replicas (today: the Slack rate-limit budget)", commands=SERVING,
+        shown_default="none (one process)",
     ),
     Setting(
         "claude", "--no-claude", "CHANCTX_CLAUDE", _switch, "1 or 0",

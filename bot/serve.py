@@ -12,7 +12,7 @@ from chanctx.bot.claude.answers import NullResponder, Responder
 from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
 from chanctx.bot.claude.session import ClaudeResponder
 from chanctx.bot.engine import ContextEngine, ContextSettings
-from chanctx.bot.options import Options, session_settings
+from chanctx.bot.options import Options, SettingsError, session_settings
 from chanctx.bot.runtime import Runtime
 from chanctx.bot.settings import RunSettings
 from chanctx.bot.slack.app import build_app
@@ -20,7 +20,7 @@ from chanctx.bot.slack.http_server import EventsServer
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.bot.slack.media import MediaFetcher
 from chanctx.bot.slack.slack_api import SlackFetcher
-from chanctx.cache import MediaContentCache, RateLimiter
+from chanctx.cache import Limiter, MediaContentCache, RateLimiter, RedisRateLimiter
 from chanctx.context import default_counter
 from chanctx.manifest_store import SessionStore
 from chanctx.tools import IndexedHistory
@@ -32,13 +32,30 @@ __all__ = ["build_runtime", "known_state", "serve"]
 logger = logging.getLogger("chanctx.serve")
 
 
+def _limiter(options: Options, team: str) -> Limiter:
+    """The Slack budget: this process's own, or the one all replicas share in Redis."""
+    if not options.redis_url:
+        return RateLimiter()
+    import redis
+
+    client = redis.Redis.from_url(options.redis_url, socket_timeout=5, socket_connect_timeout=5)
+    try:
+        client.ping()
+    except redis.RedisError as error:
+        raise SettingsError(f"--redis-url: cannot reach Redis ({error})") from None
+    return RedisRateLimiter(client, team)
+
+
 def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Runtime:
     """Learn who we are (auth.test) and wire the engine to the rate-limited Web API and, with
     an API key, to Claude. The recipe is validated here, so a bad context.yaml stops start-up."""
     options = settings.options if settings is not None else Options()
     auth = client.auth_test()
     me = SelfIdentity(user_id=str(auth.get("user_id", "")), bot_id=str(auth.get("bot_id", "")))
-    fetcher = SlackFetcher(client, limiter=RateLimiter(), me=me, overflow=options.overflow)
+    team = str(auth.get("team_id", ""))
+    fetcher = SlackFetcher(
+        client, limiter=_limiter(options, team), me=me, overflow=options.overflow
+    )
     engine = ContextEngine(
         me=me,
         settings=ContextSettings(
@@ -57,7 +74,7 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
             anthropic.Anthropic(api_key=settings.anthropic_api_key, max_retries=3),
             engine=engine,
             store=SessionStore(Path(settings.data_dir)),
-            team=str(auth.get("team_id", "")),
+            team=team,
             recipe=RecipeRunner(load_recipe(home), home=home, cwd=Path.cwd()),
             # The token goes only to Slack's file hosts over HTTPS (bot/slack/media.py).
             media=MediaFetcher(token=settings.bot_token, cache=MediaContentCache()),

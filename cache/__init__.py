@@ -7,6 +7,9 @@ platform SDK.
 
 ``MediaContentCache`` keeps downloaded file bytes (filled by ``bot/slack/media.py``), bounded by
 their total size.
+
+``RedisRateLimiter`` is ``RateLimiter`` with its buckets in Redis, so replicas of one bot share
+the workspace's Slack budget.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from __future__ import annotations
 from chanctx.cache._clock import Clock, FakeClock
 from chanctx.cache._history import ChannelHistory, ts_key
 from chanctx.cache._media import DEFAULT_MEDIA_CACHE_BYTES, CachedMedia, MediaContentCache
-from chanctx.cache._rate_limit import RateLimited, RateLimiter
+from chanctx.cache._rate_limit import Limiter, RateLimited, RateLimiter
+from chanctx.cache._redis_rate_limit import RedisRateLimiter
 from chanctx.cache._thread_replies import CachedThread, ThreadFetcher, ThreadReplyCache
 from chanctx.cache._thread_starters import MessageFetcher, ThreadStarterCache
 
@@ -25,10 +29,12 @@ __all__ = [
     "ChannelHistory",
     "Clock",
     "FakeClock",
+    "Limiter",
     "MediaContentCache",
     "MessageFetcher",
     "RateLimited",
     "RateLimiter",
+    "RedisRateLimiter",
     "ThreadFetcher",
     "ThreadReplyCache",
     "ThreadStarterCache",

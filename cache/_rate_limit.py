@@ -20,12 +20,12 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Final
+from typing import Final, Protocol
 
 from chanctx.cache._clock import Clock
 from chanctx.context import ChanctxError
 
-__all__ = ["DEFAULT_PER_METHOD", "RateLimited", "RateLimiter"]
+__all__ = ["DEFAULT_PER_METHOD", "Limiter", "RateLimited", "RateLimiter", "check_rate"]
 
 # Slack's 2025 limit for conversations.replies in new non-Marketplace apps, in calls per minute.
 DEFAULT_PER_METHOD: Final[Mapping[str, float]] = {"conversations.replies": 1}
@@ -43,12 +43,27 @@ class RateLimited(ChanctxError):
         self.retry_after = retry_after
 
 
-def _check_rate(name: str, value: float) -> float:
+def check_rate(name: str, value: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{name} must be a positive number of calls per minute, got {value!r}")
     if not (value > 0 and math.isfinite(value)):
         raise ValueError(f"{name} must be a positive number of calls per minute, got {value!r}")
     return float(value)
+
+
+class Limiter(Protocol):
+    """What the Slack client needs of a rate limiter: RateLimiter (one process) and
+    RedisRateLimiter (a budget shared by replicas) both are one."""
+
+    def wait_time(self, method: str) -> float: ...
+
+    def try_acquire(self, method: str) -> bool: ...
+
+    def acquire(
+        self, method: str, *, sleep: Callable[[float], None] = ..., max_wait: float | None = ...
+    ) -> None: ...
+
+    def penalize(self, method: str, retry_after: float, *, all_methods: bool = ...) -> None: ...
 
 
 class _Bucket:
@@ -86,10 +101,10 @@ class RateLimiter:
     ) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        self._workspace = _Bucket(_check_rate("calls_per_minute", calls_per_minute))
+        self._workspace = _Bucket(check_rate("calls_per_minute", calls_per_minute))
         rates = DEFAULT_PER_METHOD if per_method is None else per_method
         self._methods = {
-            method: _Bucket(_check_rate(f"per_method[{method!r}]", rate))
+            method: _Bucket(check_rate(f"per_method[{method!r}]", rate))
             for method, rate in rates.items()
         }
         self._blocked_until: dict[str, float] = {}  # method (or "*") -> end of its 429 penalty

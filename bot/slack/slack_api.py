@@ -26,7 +26,7 @@ from typing import Any, Final, Literal
 from cachetools import TTLCache
 from chanctx.bot.slack._slack_models import SlackMessage
 from chanctx.bot.slack.intake import SelfIdentity, to_message
-from chanctx.cache import RateLimited, RateLimiter, ts_key
+from chanctx.cache import Limiter, RateLimited, ts_key
 from chanctx.context import ChanctxError, Message
 from chanctx.context._errors import InvalidTimestamp
 from pydantic import ValidationError
@@ -84,7 +84,7 @@ class SlackFetcher:
         self,
         client: WebClient,
         *,
-        limiter: RateLimiter,
+        limiter: Limiter,
         me: SelfIdentity,
         overflow: Overflow = "queue",
         max_pages: int = 10,
