@@ -25,7 +25,14 @@ from typing import Final, Protocol
 from chanctx.cache._clock import Clock
 from chanctx.context import ChanctxError
 
-__all__ = ["DEFAULT_PER_METHOD", "Limiter", "RateLimited", "RateLimiter", "check_rate"]
+__all__ = [
+    "DEFAULT_PER_METHOD",
+    "Limiter",
+    "RateLimited",
+    "RateLimiter",
+    "check_rate",
+    "check_retry_after",
+]
 
 # Slack's 2025 limit for conversations.replies in new non-Marketplace apps, in calls per minute.
 DEFAULT_PER_METHOD: Final[Mapping[str, float]] = {"conversations.replies": 1}
@@ -49,6 +56,13 @@ def check_rate(name: str, value: float) -> float:
     if not (value > 0 and math.isfinite(value)):
         raise ValueError(f"{name} must be a positive number of calls per minute, got {value!r}")
     return float(value)
+
+
+def check_retry_after(retry_after: float) -> None:
+    if not retry_after >= 0 or not math.isfinite(retry_after):
+        raise ValueError(
+            f"retry_after must be a finite number of seconds >= 0, got {retry_after!r}"
+        )
 
 
 class Limiter(Protocol):
@@ -166,10 +180,7 @@ class RateLimiter:
 
     def penalize(self, method: str, retry_after: float, *, all_methods: bool = False) -> None:
         """After a 429: no call of ``method`` (of any method if ``all_methods``) for ``retry_after`` s."""
-        if not retry_after >= 0 or not math.isfinite(retry_after):
-            raise ValueError(
-                f"retry_after must be a finite number of seconds >= 0, got {retry_after!r}"
-            )
+        check_retry_after(retry_after)
         key = _ALL if all_methods else method
         with self._lock:
             until = self._clock() + retry_after

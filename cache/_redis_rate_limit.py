@@ -13,13 +13,17 @@ workspace leaves nothing behind.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from chanctx.cache._clock import Clock
-from chanctx.cache._rate_limit import DEFAULT_PER_METHOD, RateLimited, check_rate
+from chanctx.cache._rate_limit import (
+    DEFAULT_PER_METHOD,
+    RateLimited,
+    check_rate,
+    check_retry_after,
+)
 
 __all__ = ["RedisRateLimiter"]
 
@@ -29,7 +33,8 @@ __all__ = ["RedisRateLimiter"]
 # Returns the seconds from now until the call's slot as a string (Lua numbers lose fractions);
 # "try" takes only when that is 0; "take" takes the slot unless it is more than max_wait away,
 # and then answers "over:<seconds>".
-_SCRIPT: Final = """
+# Both scripts read "now" from ARGV[2]: the caller's clock, or Redis' own when it is empty.
+_NOW: Final = """
 local now
 if ARGV[2] == '' then
   local t = redis.call('TIME')
@@ -37,7 +42,11 @@ if ARGV[2] == '' then
 else
   now = tonumber(ARGV[2])
 end
-local function tat(key)
+"""
+
+_SCRIPT: Final = (
+    _NOW
+    + """local function tat(key)
   local v = redis.call('GET', key)
   if v then return tonumber(v) end
   return -math.huge
@@ -70,22 +79,19 @@ take(KEYS[1], ws_interval, ws_tol)
 if has_method then take(KEYS[2], m_interval, m_tol) end
 return tostring(wait)
 """
+)
 
-# ARGV: now ("" = Redis TIME), retry_after. Penalties only ever lengthen.
-_PENALTY: Final = """
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-else
-  now = tonumber(ARGV[1])
-end
-local untill = now + tonumber(ARGV[2])
+# ARGV: retry_after, now ("" = Redis TIME). Penalties only ever lengthen.
+_PENALTY: Final = (
+    _NOW
+    + """
+local untill = now + tonumber(ARGV[1])
 local old = redis.call('GET', KEYS[1])
 if old and tonumber(old) >= untill then return 0 end
-redis.call('SET', KEYS[1], string.format('%.6f', untill), 'PX', math.ceil(tonumber(ARGV[2]) * 1000) + 1000)
+redis.call('SET', KEYS[1], string.format('%.6f', untill), 'PX', math.ceil(tonumber(ARGV[1]) * 1000) + 1000)
 return 1
 """
+)
 
 
 class _Rate:
@@ -179,9 +185,6 @@ class RedisRateLimiter:
     def penalize(self, method: str, retry_after: float, *, all_methods: bool = False) -> None:
         """After a 429: no replica calls ``method`` (any method if ``all_methods``) for
         ``retry_after`` seconds."""
-        if not retry_after >= 0 or not math.isfinite(retry_after):
-            raise ValueError(
-                f"retry_after must be a finite number of seconds >= 0, got {retry_after!r}"
-            )
+        check_retry_after(retry_after)
         key = self._prefix + "penalty:" + ("*" if all_methods else method)
-        self._penalty(keys=[key], args=[self._now(), repr(retry_after)])
+        self._penalty(keys=[key], args=[repr(retry_after), self._now()])
