@@ -16,7 +16,7 @@ from typing import Any
 from cachetools import TTLCache
 from chanctx.bot.claude.answers import AnswerRunner, NullResponder, Responder, Turn, TurnResult
 from chanctx.bot.engine import ContextEngine
-from chanctx.bot.slack.mrkdwn import split_for_slack, to_mrkdwn
+from chanctx.bot.slack.markdown import split_markdown
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
@@ -91,10 +91,11 @@ class Runtime:
                 answer.usage,
             )
             if answer.text:
-                # Long answers go out as several messages, split where a reader would split.
-                for chunk in split_for_slack(to_mrkdwn(answer.text)):
+                # Slack renders the Markdown itself; long answers go out as several
+                # messages, split where a reader would split.
+                for chunk in split_markdown(answer.text):
                     posted = self.client.chat_postMessage(
-                        channel=turn.channel, thread_ts=turn.thread_ts, text=chunk
+                        channel=turn.channel, thread_ts=turn.thread_ts, markdown_text=chunk
                     )
                     result.reply_ts.append(str(posted.get("ts")))
         except Exception as error:

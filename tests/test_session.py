@@ -21,7 +21,7 @@ from chanctx.bot.claude.session import SessionSettings
 from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_claude import OFFLINE_MARK
 from chanctx.bot.replay.offline import OfflineBot
-from chanctx.bot.slack.mrkdwn import SLACK_MESSAGE_LIMIT, to_mrkdwn
+from chanctx.bot.slack.markdown import MARKDOWN_LIMIT
 from chanctx.context import RecipeError, default_counter, iso_from_ts
 from chanctx.manifest_store import (
     CompactionEntry,
@@ -271,7 +271,7 @@ def test_tool_loop_sends_real_tool_outputs_back_and_posts_the_answer_in_the_thre
 
         # The answer is posted once, in the mention's thread.
         posts = [c.params for c in bot.slack.calls if c.method == "chat.postMessage"]
-        assert [(p.get("thread_ts"), p.get("text")) for p in posts] == [(ROOT, final)]
+        assert [(p.get("thread_ts"), p.get("markdown_text")) for p in posts] == [(ROOT, final)]
         assert result.reply == final and result.error is None
 
 
@@ -819,27 +819,27 @@ def test_an_invalid_recipe_names_the_source_and_the_field(tmp_path: Path) -> Non
 # -- 8. long replies -------------------------------------------------------------------------
 
 
-def test_a_long_markdown_answer_is_posted_as_several_mrkdwn_messages(data_dir: Path) -> None:
+def test_a_long_markdown_answer_is_posted_as_markdown_in_several_messages(
+    data_dir: Path,
+) -> None:
     sections = [
         f"## Step {n}\n\n**Check {n}**: "
-        + " ".join(f"verify item {n}.{k} on the checkout dashboard." for k in range(12))
+        + " ".join(f"verify item {n}.{k} on the checkout dashboard." for k in range(40))
         for n in range(1, 17)
     ]
     markdown = "\n\n".join(sections)
-    assert 8_500 <= len(markdown) <= 10_000
+    assert 25_000 <= len(markdown) <= 40_000
     with new_bot(data_dir, cassette=[answer(markdown)]) as bot:
         incident_thread(bot)
         mention(bot, ts(10), "give me the full checklist", thread_ts=ROOT)
         posts = [c.params for c in bot.slack.calls if c.method == "chat.postMessage"]
 
-    assert len(posts) >= 3
-    assert all(p.get("thread_ts") == ROOT for p in posts)
-    chunks = [str(p["text"]) for p in posts]
-    assert all(len(chunk) <= SLACK_MESSAGE_LIMIT for chunk in chunks)
-    joined = "\n\n".join(chunks)
-    assert "**" not in joined and "## " not in joined
-    assert "*Check 1*" in joined and "*Step 16*" in joined
-    assert "".join(joined.split()) == "".join(to_mrkdwn(markdown).split())  # nothing lost
+    assert len(posts) == 3
+    assert all(p.get("thread_ts") == ROOT and "text" not in p for p in posts)
+    chunks = [str(p["markdown_text"]) for p in posts]
+    assert all(len(chunk) <= MARKDOWN_LIMIT for chunk in chunks)
+    assert all(chunk.startswith("## Step") for chunk in chunks)  # split between sections
+    assert "\n\n".join(chunks) == markdown  # nothing converted, nothing lost
 
 
 # -- 9. the offline model --------------------------------------------------------------------
@@ -863,7 +863,7 @@ def test_the_offline_model_answers_from_channel_context_deterministically(tmp_pa
     assert found and found[0]["text"] == "Staging database is read-only until Friday"
     (text,) = posted
     assert "Staging database is read-only until Friday" in text
-    assert text.endswith(to_mrkdwn(OFFLINE_MARK))
+    assert text.endswith(OFFLINE_MARK)
     assert again == posted
 
 

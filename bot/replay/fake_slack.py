@@ -53,6 +53,9 @@ __all__ = [
     "RecordedStatus",
 ]
 
+MARKDOWN_TEXT_LIMIT = 12_000  # chat.postMessage markdown_text
+TEXT_LIMIT = 40_000  # Slack refuses text past 40,000 characters (msg_too_long)
+
 # The pseudo-method under which file downloads are recorded (not a Web API method).
 FILE_DOWNLOAD: Final = "GET /files"
 _AUTH_PREFIXES: Final = ("Bearer xoxb-", "Bearer xoxp-")
@@ -123,6 +126,26 @@ def _int_param(params: Mapping[str, Any], name: str, default: int, cap: int) -> 
     except ValueError:
         raise _SlackError("invalid_arguments") from None
     return default if value <= 0 else min(value, cap)
+
+
+def _message_text(params: Mapping[str, Any]) -> str:
+    """The text of a chat.postMessage, under Slack's documented rules: ``markdown_text`` (at
+    most 12,000 characters) never with ``text`` or ``blocks``; some content is required."""
+    markdown = params.get("markdown_text")
+    if markdown is not None:
+        if params.get("text") or params.get("blocks"):
+            raise _SlackError("markdown_text_conflict")
+        if not isinstance(markdown, str) or not markdown.strip():
+            raise _SlackError("no_text")
+        if len(markdown) > MARKDOWN_TEXT_LIMIT:
+            raise _SlackError("msg_too_long")
+        return markdown  # Slack renders it; the stored text keeps what was posted
+    if not any(params.get(k) for k in ("text", "blocks", "attachments")):
+        raise _SlackError("no_text")
+    text = str(params.get("text") or "")
+    if len(text) > TEXT_LIMIT:
+        raise _SlackError("msg_too_long")
+    return text
 
 
 def _truthy(value: Any) -> bool:
@@ -455,13 +478,12 @@ class FakeSlackAPI(LoopbackServer):
         channel = str(params.get("channel") or "")
         if not channel:
             raise _SlackError("channel_not_found")
-        if not any(params.get(k) for k in ("text", "blocks", "attachments")):
-            raise _SlackError("no_text")
+        text = _message_text(params)
         message: dict[str, Any] = {
             "type": "message",
             "user": self._auth.get("user_id", ""),
             "bot_id": self._auth.get("bot_id", ""),
-            "text": str(params.get("text") or ""),
+            "text": text,
             "ts": self._next_ts(channel),
             "team": self._auth.get("team_id", ""),
         }
