@@ -264,9 +264,19 @@ class ContextEngine:
         return [r for r in replies if float(r.ts) > float(after_ts)]
 
     def context_for(
-        self, channel: str, ts: str, *, settings: ContextSettings | None = None
+        self,
+        channel: str,
+        ts: str,
+        *,
+        settings: ContextSettings | None = None,
+        viewed: str | None = None,
     ) -> BuiltContext | None:
-        """Snapshot + thread context for the message at (channel, ts)."""
+        """Snapshot + thread context for the message at (channel, ts).
+
+        ``viewed``: the channel a user is looking at while asking in the assistant pane (a DM).
+        The thread context stays the pane's conversation; the snapshot is of ``viewed``, its
+        newest messages around the question, so "what broke?" is about that channel.
+        """
         settings = settings or self.settings
         notes: list[str] = []
         self._warm_channel(channel)
@@ -275,21 +285,25 @@ class ContextEngine:
             return None
         if anchor.thread_ts:
             self._complete_thread(channel, anchor.root_ts, notes)
+        around = viewed or channel
+        if viewed:
+            self._warm_channel(viewed)
         # Build from copies taken under the lock; display names may call Slack, so the
         # builders themselves run without it.
         with self._lock:
-            timeline = self.history.timeline(channel)
+            timeline = self.history.timeline(around)
             root = self.history.get(channel, anchor.root_ts)
             replies = self.history.replies(channel, anchor.root_ts)
         snapshot = build_channel_snapshot(
-            anchor,
+            # In the pane the question is placed in the viewed channel, at its own time.
+            anchor.model_copy(update={"channel": viewed, "thread_ts": None}) if viewed else anchor,
             timeline,
-            channel_name=self.names.channels.get(channel, channel),
+            channel_name=self.names.channels.get(around, around),
             window=settings.window,
             budget_tokens=settings.snapshot_budget,
             counter=self.counter,
             names=self.names,
-            replies_of=lambda thread_ts: self._replies(channel, thread_ts),
+            replies_of=lambda thread_ts: self._replies(around, thread_ts),
         )
         thread = None
         # The anchor is in the snapshot in full; repeating it as a reply only costs tokens.

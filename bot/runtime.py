@@ -10,13 +10,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cachetools import TTLCache
 from chanctx.bot.claude.answers import AnswerRunner, NullResponder, Responder, Turn, TurnResult
 from chanctx.bot.engine import ContextEngine
+from chanctx.bot.slack.assistant_threads import AssistantThreads
 from chanctx.bot.slack.markdown import split_markdown
+from chanctx.bot.slack.membership import MembershipChecker
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
@@ -37,12 +39,16 @@ class Runtime:
     responder: Responder = field(default_factory=NullResponder)
     workers: int = 4
     lock: threading.RLock = field(default_factory=threading.RLock)
+    # The assistant pane: which channel each pane thread views (persisted by serve/replay).
+    assistant_threads: AssistantThreads = field(default_factory=AssistantThreads)
     runner: AnswerRunner = field(init=False)
+    membership: MembershipChecker = field(init=False)
     _seen_events: TTLCache[str, bool] = field(init=False)
     _answered: TTLCache[tuple[str, str], bool] = field(init=False)
 
     def __post_init__(self) -> None:
         self.runner = AnswerRunner(self.answer, workers=self.workers)
+        self.membership = MembershipChecker(self.client)
         self._seen_events = TTLCache(maxsize=20_000, ttl=_DEDUP_SECONDS)
         self._answered = TTLCache(maxsize=20_000, ttl=_DEDUP_SECONDS)
 
@@ -77,10 +83,15 @@ class Runtime:
     def answer(self, turn: Turn) -> TurnResult:
         result = TurnResult(turn=turn)
         self._show_working(turn, on=True)
+        self._set_title(turn)
+        turn, refused = self._may_view(turn)
+        result.turn = turn  # as answered: without a channel the user may not read
         try:
             # No lock here: the engine never holds its own across a Slack call, so a
             # rate-limit wait in this answer does not stop intake of other events.
-            result.context = self.engine.context_for(turn.channel, turn.anchor_ts)
+            result.context = self.engine.context_for(
+                turn.channel, turn.anchor_ts, viewed=turn.viewed_channel
+            )
             if result.context is None:
                 result.error = "the mentioned message is not in the channel history"
                 return result
@@ -90,10 +101,14 @@ class Runtime:
                 answer.tool_calls,
                 answer.usage,
             )
-            if answer.text:
+            text = answer.text
+            if text and refused:
+                text = f"_{refused}_\n\n{text}"
+                result.reply = text  # what the user sees, note included
+            if text:
                 # Slack renders the Markdown itself; long answers go out as several
                 # messages, split where a reader would split.
-                for chunk in split_markdown(answer.text):
+                for chunk in split_markdown(text):
                     posted = self.client.chat_postMessage(
                         channel=turn.channel, thread_ts=turn.thread_ts, markdown_text=chunk
                     )
@@ -105,6 +120,28 @@ class Runtime:
         finally:
             self._show_working(turn, on=False)
         return result
+
+    def _may_view(self, turn: Turn) -> tuple[Turn, str | None]:
+        """The pane's viewed channel, if the asker is a member of it; else none, and why."""
+        viewed = turn.viewed_channel
+        if not viewed or self.membership.is_member(viewed, turn.user):
+            return turn, None
+        name = self.engine.names.channels.get(viewed, viewed)
+        note = (
+            f"You're viewing #{name}, which you are not a member of, so I can't use its "
+            "conversations here; this answer uses no channel context."
+        )
+        return replace(turn, viewed_channel=None), note
+
+    def _set_title(self, turn: Turn) -> None:
+        if not (turn.assistant_thread and turn.title):
+            return
+        try:
+            self.client.assistant_threads_setTitle(
+                channel_id=turn.channel, thread_ts=turn.thread_ts, title=turn.title
+            )
+        except SlackApiError as error:
+            logger.warning("could not set the thread title: %s", error.response.get("error"))
 
     def _show_working(self, turn: Turn, *, on: bool) -> None:
         """The user sees that the bot is on it: assistant status, or an :eyes: reaction."""

@@ -16,6 +16,7 @@ from chanctx.bot.options import Options, SettingsError, session_settings
 from chanctx.bot.runtime import Runtime
 from chanctx.bot.settings import RunSettings
 from chanctx.bot.slack.app import build_app
+from chanctx.bot.slack.assistant_threads import AssistantThreads
 from chanctx.bot.slack.http_server import EventsServer
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.bot.slack.media import MediaFetcher
@@ -80,7 +81,13 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
             media=MediaFetcher(token=settings.bot_token, cache=MediaContentCache()),
             settings=session_settings(options),
         )
-    return Runtime(engine=engine, client=client, responder=responder)
+    threads = AssistantThreads(settings.data_dir / "assistant_threads.jsonl") if settings else None
+    return Runtime(
+        engine=engine,
+        client=client,
+        responder=responder,
+        assistant_threads=threads or AssistantThreads(),
+    )
 
 
 def serve(

@@ -323,3 +323,16 @@ def test_edits_no_answer_context_has_the_edits_and_not_the_deletion() -> None:
     # Our own message and the other bot's stay in the channel's context.
     assert "Changelog questions go to @chanctx in a thread, please." in texts
     assert any(t.startswith("Deploy #318 finished") for t in texts)
+
+
+# --- assistant_pane/ (what was sent and posted: tests/test_assistant_pane.py) ----------------
+
+
+def test_assistant_pane_answers_each_pane_question_once_from_its_viewed_channel() -> None:
+    turns = report("assistant_pane")["turns"]
+    assert [t["context"]["snapshot"]["channel"]["id"] for t in turns] == [
+        "C0PAYMENTS",
+        "D0KIMDM001",  # not a member of #payments: the DM itself, nothing of #payments
+        "C0DEPLOYS1",
+    ]
+    assert all(t["reply"] and t["error"] is None for t in turns)

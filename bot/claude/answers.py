@@ -30,6 +30,15 @@ class Turn:
     anchor_ts: str
     user: str
     assistant_thread: bool = False  # a DM assistant thread: status via setStatus
+    # The assistant pane: the channel the user is viewing, whose context answers the question
+    # (checked for membership before use), and the thread title to set from the first question.
+    viewed_channel: str | None = None
+    title: str | None = None
+
+    @property
+    def context_channel(self) -> str:
+        """The channel whose history, search and files this turn may use."""
+        return self.viewed_channel or self.channel
 
 
 @dataclass(frozen=True)

@@ -307,7 +307,7 @@ class ClaudeResponder:
         wanted = call.input.get("media_artifact_id") if isinstance(call.input, dict) else None
         if self.media is None or call.name != "channel_messages" or outcome.is_error or not wanted:
             return block
-        found = self.engine.find_file(turn.channel, str(wanted))
+        found = self.engine.find_file(turn.context_channel, str(wanted))
         if found is None:
             return block
         message, ref = found
@@ -326,7 +326,7 @@ class ClaudeResponder:
     ) -> _Loop:
         """Ask Claude, run the tools it calls, until it answers or the rounds run out."""
         tools = ChannelTools(
-            EngineView(self.engine, turn.channel, hidden={turn.anchor_ts}),
+            EngineView(self.engine, turn.context_channel, hidden={turn.anchor_ts}),
             names=self.engine.names,
             counter=self.counter,
             output_budget_tokens=self.settings.tool_output_budget,
@@ -415,7 +415,10 @@ class ClaudeResponder:
         )
         if settings == self.engine.settings:
             return context
-        return self.engine.context_for(turn.channel, turn.anchor_ts, settings=settings) or context
+        rebuilt = self.engine.context_for(
+            turn.channel, turn.anchor_ts, settings=settings, viewed=turn.viewed_channel
+        )
+        return rebuilt or context
 
     def _package(self, context: BuiltContext, fitted: Fitted | None) -> list[dict[str, Any]]:
         with_snapshot = fitted is None or fitted.snapshot_budget is not None

@@ -241,6 +241,9 @@ class FakeSlackAPI(LoopbackServer):
             "reactions.add": lambda p: self._react(p, added=True),
             "reactions.remove": lambda p: self._react(p, added=False),
             "assistant.threads.setStatus": self._set_status,
+            "assistant.threads.setSuggestedPrompts": self._suggested_prompts,
+            "assistant.threads.setTitle": self._set_title,
+            "conversations.members": self._conversations_members,
             "files.info": self._files_info,
         }
         self._listen(self._handler_class(), name="fake-slack")
@@ -551,6 +554,44 @@ class FakeSlackAPI(LoopbackServer):
             RecordedStatus(channel, str(params["thread_ts"]), str(params.get("status", "")))
         )
         return {}
+
+    def _suggested_prompts(self, params: dict[str, Any]) -> dict[str, Any]:
+        self._channel(params, "channel_id")
+        prompts = params.get("prompts")
+        if isinstance(prompts, str):
+            prompts = json.loads(prompts)
+        # Slack takes 1 to 4 prompts, each a title and the message it sends.
+        if (
+            not params.get("thread_ts")
+            or not isinstance(prompts, list)
+            or not 1 <= len(prompts) <= 4
+        ):
+            raise _SlackError("invalid_arguments")
+        for prompt in prompts:
+            if not isinstance(prompt, dict) or not prompt.get("title") or not prompt.get("message"):
+                raise _SlackError("invalid_arguments")
+        return {}
+
+    def _set_title(self, params: dict[str, Any]) -> dict[str, Any]:
+        self._channel(params, "channel_id")
+        if not params.get("thread_ts") or not str(params.get("title") or "").strip():
+            raise _SlackError("invalid_arguments")
+        return {}
+
+    def _conversations_members(self, params: dict[str, Any]) -> dict[str, Any]:
+        """From ``slack_api.json`` channels' ``members`` (none listed: nobody), paginated."""
+        channel = self._channel(params)
+        if channel not in self._channels:
+            raise _SlackError("channel_not_found")
+        members = [str(m) for m in self._channels[channel].get("members") or []]
+        start = int(str(params.get("cursor") or "0") or 0)
+        limit = _int_param(params, "limit", 100, 1000)
+        page = members[start : start + limit]
+        more = start + limit < len(members)
+        return {
+            "members": page,
+            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+        }
 
     def _files_info(self, params: dict[str, Any]) -> dict[str, Any]:
         file_id = str(params.get("file") or "")

@@ -22,6 +22,7 @@ from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 from chanctx.bot.runtime import Runtime
 from chanctx.bot.slack.app import build_app
+from chanctx.bot.slack.assistant_threads import AssistantThreads
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.bot.slack.media import FetchedMedia, MediaFailure, MediaFetcher
 from chanctx.bot.slack.slack_api import SlackFetcher
@@ -124,11 +125,13 @@ class OfflineBot:
                 settings=session_settings,
                 clock=self.clock,
             )
+        pane = self.data_dir / "assistant_threads.jsonl" if self.data_dir else None
         self.runtime = runtime_class(
             engine=self.engine,
             client=self.client,
             responder=responder or NullResponder(),
             workers=1,
+            assistant_threads=AssistantThreads(pane),
         )
         self.app: App = build_app(self.runtime, signing_secret=signing_secret, verify_token=False)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chanctx.bot.runtime import Runtime
-from chanctx.bot.slack.listeners import intake_middleware, mentions, messages, other
+from chanctx.bot.slack.listeners import assistant, intake_middleware, mentions, messages, other
 from slack_bolt import App
 
 __all__ = ["register"]
@@ -11,6 +11,7 @@ __all__ = ["register"]
 
 def register(app: App, runtime: Runtime) -> None:
     app.use(intake_middleware.build(runtime))
+    app.use(assistant.build(runtime))  # the pane's own events; its questions go on below
     mentions.register(app, runtime)
     messages.register(app, runtime)
     other.register(app)  # last: the catch-all for everything else Slack sends

@@ -7,8 +7,10 @@ is addressed to it. Edits, deletions, bots and our own messages never trigger an
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
+from chanctx.bot.claude.answers import Turn
 from chanctx.bot.runtime import Runtime
 from chanctx.bot.slack.listeners.mentions import turn_for
 from slack_bolt import App
@@ -35,4 +37,20 @@ def register(app: App, runtime: Runtime) -> None:
     def on_message(event: dict[str, Any]) -> None:
         me = runtime.engine.me
         if needs_answer(event, me.user_id, me.bot_id):
-            runtime.trigger(turn_for(event, assistant_thread=bool(event.get("thread_ts"))))
+            runtime.trigger(pane_turn(runtime, event))
+
+
+def pane_turn(runtime: Runtime, event: dict[str, Any]) -> Turn:
+    """A DM question; in an assistant-pane thread, with the channel the user is viewing and,
+    for the thread's first question, the title it gives the thread."""
+    turn = turn_for(event, assistant_thread=bool(event.get("thread_ts")))
+    if not turn.assistant_thread:
+        return turn
+    threads = runtime.assistant_threads
+    title = None
+    if threads.first_question(turn.channel, turn.thread_ts):
+        text = " ".join(str(event.get("text") or "").split())
+        title = text if len(text) <= 60 else text[:59].rstrip() + "\u2026"
+    return replace(
+        turn, viewed_channel=threads.viewed(turn.channel, turn.thread_ts), title=title or None
+    )
