@@ -38,9 +38,10 @@ from chanctx.tools import ChannelTools, HistoryView, IndexedHistory, Ranking
 from chanctx.tools._search import ORIGINAL
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
+from bench._data import benchdata
 from bench._results import write_section
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "benchdata" / "locomo" / "locomo10.json"
+DATA = benchdata() / "locomo" / "locomo10.json"  # --data DIR or CHANCTX_BENCHDATA to move it
 KS = (5, 10, 25)
 MAX_RESULTS = 25
 OUTPUT_BUDGET = 200_000  # large enough that the budget never cuts the 25 results
@@ -489,7 +490,11 @@ def report(
 
 def main(argv: Sequence[str] = ()) -> None:
     started = time.perf_counter()
-    conversations, defects = load()
+    args = list(argv)
+    path = DATA
+    if "--data" in args:
+        path = benchdata(args[args.index("--data") + 1]) / "locomo" / "locomo10.json"
+    conversations, defects = load(path)
     channels = [Channel(c) for c in conversations]
     questions = sum(len(c.questions) for c in conversations)
     baseline = measure_baseline(channels)

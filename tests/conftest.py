@@ -8,3 +8,6 @@ from hypothesis import settings
 # on a loaded 2-core machine. Speed is measured in bench/, not here.
 settings.register_profile("chanctx", deadline=None)
 settings.load_profile("chanctx")
+
+# pytester runs small pytest sessions inside tests (tests/test_suite_rules.py).
+pytest_plugins = ["pytester"]

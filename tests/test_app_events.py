@@ -29,13 +29,9 @@ from .slack_events import (
     ts,
 )
 
-SAMPLES = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "external"
-    / "java-slack-sdk-samples"
-    / "events"
-)
+# Slack's own payload samples, vendored with their license (tests/data/slack_samples/README.md).
+SAMPLES = Path(__file__).resolve().parent / "data" / "slack_samples" / "events"
+SAMPLE_NAMES = sorted(p.name for p in SAMPLES.glob("*.json"))
 READS = {"conversations.history", "conversations.replies", "conversations.info", "users.info"}
 
 
@@ -354,7 +350,11 @@ def test_events_keep_flowing_while_an_answer_is_in_progress() -> None:
         assert bot.slack.posted[0].get("thread_ts") == ts(10)
 
 
-@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.json")))
+def test_the_vendored_samples_are_all_there() -> None:
+    assert len(SAMPLE_NAMES) == 16 and "AppMentionPayload.json" in SAMPLE_NAMES
+
+
+@pytest.mark.parametrize("sample", SAMPLE_NAMES)
 def test_every_real_payload_shape_is_accepted_without_error_or_answer(
     sample: str, bot: OfflineBot, caplog: pytest.LogCaptureFixture
 ) -> None:
