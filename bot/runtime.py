@@ -1,8 +1,14 @@
-"""Everything one running bot shares: caches, dedup memory, the answer runner, the client.
+"""Everything one running bot shares: caches, the turn journal, the answer runner, the clients.
 
-Bolt may dispatch requests on several threads at once (HTTP mode). ``lock`` guards the dedup
-memory; the engine guards its caches with its own lock, which no Slack call ever holds, so acks
+Bolt may dispatch requests on several threads at once (HTTP mode). ``lock`` guards the in-memory
+dedup; the engine guards its caches with its own lock, which no Slack call ever holds, so acks
 never wait on an answer or on a rate limit.
+
+Exactly once: a question is written to the turn journal (fsynced) inside the listener, so before
+Slack gets its ack; its answer is written there (the outbox) before it is posted, and the turn is
+done only when every part is confirmed posted. ``recover()`` after a start answers what was
+queued and never answered, and posts what was answered and never confirmed, after looking in the
+thread for parts posted just before a crash.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from cachetools import TTLCache
@@ -19,17 +25,24 @@ from chanctx.bot.engine import ContextEngine
 from chanctx.bot.slack.assistant_threads import AssistantThreads
 from chanctx.bot.slack.markdown import split_markdown
 from chanctx.bot.slack.membership import MembershipChecker
+from chanctx.bot.slack.poster import Poster
+from chanctx.manifest_store import TurnJournal, TurnStore
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "turn_id"]
 
 logger = logging.getLogger("chanctx.runtime")
 # Slack retries an event for up to ~1 hour; ten minutes of ids covers its retry schedule
-# (immediately, 1 min, 5 min) with room to spare.
+# (immediately, 1 min, 5 min) with room to spare. Turns are remembered longer, in the journal.
 _DEDUP_SECONDS = 600.0
 _STATUS_TEXT = "is reading the channel..."
 _FAILURE_TEXT = "Sorry, I couldn't answer this one: {reason}. Nothing is lost; please ask again."
+
+
+def turn_id(turn: Turn) -> str:
+    """One id per question: the message and app_mention events of a mention share it."""
+    return f"{turn.channel}:{turn.anchor_ts}"
 
 
 @dataclass
@@ -38,50 +51,76 @@ class Runtime:
     client: WebClient
     responder: Responder = field(default_factory=NullResponder)
     workers: int = 4
+    post_backoff: float = 0.5  # seconds before the first retry of a failed post, doubling
     lock: threading.RLock = field(default_factory=threading.RLock)
     # The assistant pane: which channel each pane thread views (persisted by serve/replay).
     assistant_threads: AssistantThreads = field(default_factory=AssistantThreads)
+    # The durable queue and outbox; in memory unless serve/replay give it a data dir.
+    turns: TurnStore = field(default_factory=lambda: TurnJournal(None))
     runner: AnswerRunner = field(init=False)
     membership: MembershipChecker = field(init=False)
+    poster: Poster = field(init=False)
     _seen_events: TTLCache[str, bool] = field(init=False)
-    _answered: TTLCache[tuple[str, str], bool] = field(init=False)
 
     def __post_init__(self) -> None:
         self.runner = AnswerRunner(self.answer, workers=self.workers)
         self.membership = MembershipChecker(self.client)
+        me = self.engine.me
+        self.poster = Poster(
+            self.client, bot_id=me.bot_id, bot_user=me.user_id, backoff=self.post_backoff
+        )
         self._seen_events = TTLCache(maxsize=20_000, ttl=_DEDUP_SECONDS)
-        self._answered = TTLCache(maxsize=20_000, ttl=_DEDUP_SECONDS)
 
-    # -- on the dispatch path (fast, in-memory) -------------------------------------------
+    # -- on the dispatch path (before the ack) ---------------------------------------------
 
     def first_delivery(self, event_id: str | None) -> bool:
-        """False for an event already seen (a Slack retry)."""
+        """False for an event already seen (a Slack retry), also across restarts for the
+        events that brought a question."""
         if not event_id:
             return True
         with self.lock:
             if event_id in self._seen_events:
                 return False
             self._seen_events[event_id] = True
-            return True
+        return not self.turns.seen_event(event_id)
 
     def intake(self, event: Mapping[str, Any]) -> None:
         self.engine.handle(event)  # the engine locks its caches itself
 
-    def trigger(self, turn: Turn) -> bool:
-        """Queue an answer unless this message was already answered (message + app_mention)."""
-        key = (turn.channel, turn.anchor_ts)
-        with self.lock:
-            if key in self._answered:
-                logger.debug("already answering %s/%s", *key)
-                return False
-            self._answered[key] = True
+    def trigger(self, turn: Turn, event_id: str | None = None) -> bool:
+        """Queue an answer durably unless this question is known (message + app_mention, or a
+        retry after a restart); the journal line is fsynced before this returns."""
+        if not self.turns.enqueue(turn_id(turn), asdict(turn), event_id):
+            logger.debug("already answering %s", turn_id(turn))
+            return False
         self.runner.submit(turn)
         return True
+
+    # -- after a start -------------------------------------------------------------------
+
+    def recover(self) -> int:
+        """Finish what a previous run left: post unconfirmed answers, answer queued questions.
+        Returns how many turns were picked up."""
+        picked = 0
+        for entry in self.turns.outbox():
+            turn = Turn(**entry.payload)
+            try:
+                self._deliver(turn, list(entry.parts), dict(entry.posted), check_thread=True)
+            except SlackApiError as error:
+                logger.warning("could not post a recovered answer: %s", error)
+            picked += 1
+        for pending in self.turns.pending():
+            self.runner.submit(Turn(**pending.payload))
+            picked += 1
+        if picked:
+            logger.info("recovered %d unfinished turns", picked)
+        return picked
 
     # -- on the answer worker ------------------------------------------------------------
 
     def answer(self, turn: Turn) -> TurnResult:
         result = TurnResult(turn=turn)
+        key = turn_id(turn)
         self._show_working(turn, on=True)
         self._set_title(turn)
         turn, refused = self._may_view(turn)
@@ -94,6 +133,7 @@ class Runtime:
             )
             if result.context is None:
                 result.error = "the mentioned message is not in the channel history"
+                self.turns.finish(key)
                 return result
             answer = self.responder.respond(turn, result.context)
             result.reply, result.tool_calls, result.usage = (
@@ -108,18 +148,48 @@ class Runtime:
             if text:
                 # Slack renders the Markdown itself; long answers go out as several
                 # messages, split where a reader would split.
-                for chunk in split_markdown(text):
-                    posted = self.client.chat_postMessage(
-                        channel=turn.channel, thread_ts=turn.thread_ts, markdown_text=chunk
-                    )
-                    result.reply_ts.append(str(posted.get("ts")))
+                result.reply_ts = self._deliver(turn, split_markdown(text), {})
+            else:
+                self.turns.finish(key)
         except Exception as error:
             logger.exception("answer failed in %s/%s", turn.channel, turn.thread_ts)
             result.error = f"{type(error).__name__}: {error}"
-            self._post_failure(turn, type(error).__name__)
+            self._fail(turn, type(error).__name__)
         finally:
             self._show_working(turn, on=False)
         return result
+
+    def _deliver(
+        self, turn: Turn, parts: list[str], posted: dict[int, str], *, check_thread: bool = False
+    ) -> list[str]:
+        """Write the answer to the outbox, post each part not yet posted, then finish."""
+        key = turn_id(turn)
+        self.turns.write_reply(key, parts)
+        if check_thread:  # after a crash: what did we post before the journal heard of it?
+            found = self.poster.already_posted(turn.channel, turn.thread_ts, key)
+            for part, ts in found.items():
+                self.turns.mark_posted(key, part, ts)
+            posted = {**found, **posted}
+        for index, text in enumerate(parts):
+            if index not in posted:
+                posted[index] = self.poster.post(
+                    turn.channel, turn.thread_ts, text, turn_id=key, part=index
+                )
+                self.turns.mark_posted(key, index, posted[index])
+        self.turns.finish(key)
+        return [posted[i] for i in sorted(posted)]
+
+    def _fail(self, turn: Turn, reason: str) -> None:
+        """An honest reply when the answer failed; the turn is done either way, so a broken
+        question cannot fail again on every restart."""
+        key = turn_id(turn)
+        try:
+            self._deliver(turn, [_FAILURE_TEXT.format(reason=reason)], {})
+        except SlackApiError:
+            logger.warning(
+                "could not post the failure notice in %s/%s", turn.channel, turn.thread_ts
+            )
+            self.turns.finish(key)
 
     def _may_view(self, turn: Turn) -> tuple[Turn, str | None]:
         """The pane's viewed channel, if the asker is a member of it; else none, and why."""
@@ -164,16 +234,4 @@ class Runtime:
             # A missing reaction scope must not cost the answer itself.
             logger.warning(
                 "could not update the working indicator: %s", error.response.get("error")
-            )
-
-    def _post_failure(self, turn: Turn, reason: str) -> None:
-        try:
-            self.client.chat_postMessage(
-                channel=turn.channel,
-                thread_ts=turn.thread_ts,
-                text=_FAILURE_TEXT.format(reason=reason),
-            )
-        except SlackApiError:
-            logger.warning(
-                "could not post the failure notice in %s/%s", turn.channel, turn.thread_ts
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from chanctx.bot.slack.media import MediaFetcher
 from chanctx.bot.slack.slack_api import SlackFetcher
 from chanctx.cache import Limiter, MediaContentCache, RateLimiter, RedisRateLimiter
 from chanctx.context import default_counter
-from chanctx.manifest_store import SessionStore
+from chanctx.manifest_store import SessionStore, TurnJournal
 from chanctx.tools import IndexedHistory
 from slack_bolt import App
 from slack_sdk import WebClient
@@ -81,12 +82,15 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
             media=MediaFetcher(token=settings.bot_token, cache=MediaContentCache()),
             settings=session_settings(options),
         )
-    threads = AssistantThreads(settings.data_dir / "assistant_threads.jsonl") if settings else None
+    data_dir = settings.data_dir if settings else None
     return Runtime(
         engine=engine,
         client=client,
         responder=responder,
-        assistant_threads=threads or AssistantThreads(),
+        assistant_threads=AssistantThreads(
+            data_dir / "assistant_threads.jsonl" if data_dir else None
+        ),
+        turns=TurnJournal(data_dir),
     )
 
 
@@ -103,6 +107,8 @@ def serve(
         signing_secret=settings.signing_secret if settings.mode == "http" else None,
         before=[first_middleware] if first_middleware else [],
     )
+    # What a previous run acknowledged and never finished is answered now, off the start path.
+    threading.Thread(target=runtime.recover, name="chanctx-recover", daemon=True).start()
     if settings.mode == "http":
         server = EventsServer(app, host=settings.host, port=settings.port)
         logger.warning("serving the Events API at %s", server.url)

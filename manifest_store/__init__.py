@@ -30,6 +30,7 @@ from chanctx.manifest_store._manifest import (
     reattach_preamble,
 )
 from chanctx.manifest_store._rebuild import SessionState, rebuild
+from chanctx.manifest_store._turns import OutboxEntry, PendingTurn, TurnJournal, TurnStore
 
 __all__ = [
     "ATTACHMENT_MANIFEST",
@@ -46,6 +47,8 @@ __all__ = [
     "InvalidSessionKey",
     "MessageEntry",
     "MessageParam",
+    "OutboxEntry",
+    "PendingTurn",
     "SessionKey",
     "SessionLog",
     "SessionLogCorrupt",
@@ -53,6 +56,8 @@ __all__ = [
     "SessionState",
     "SessionStore",
     "TrimResult",
+    "TurnJournal",
+    "TurnStore",
     "content_hash",
     "needs_compaction",
     "reattach_preamble",

@@ -155,7 +155,7 @@ def test_an_unreachable_redis_is_an_error_not_a_grant(tmp_path: Path) -> None:
 
 
 def test_run_with_a_redis_url_spends_the_shared_budget(
-    client: redis.Redis, server: RedisServer
+    client: redis.Redis, server: RedisServer, tmp_path: Path
 ) -> None:
     """`chanctx run --redis-url`: the bot's Slack reads take from the workspace's Redis budget."""
     from chanctx.bot.options import Options
@@ -173,12 +173,16 @@ def test_run_with_a_redis_url_spends_the_shared_budget(
             mode="http",
             bot_token="xoxb-test",
             signing_secret="s",
-            options=Options(http=True, claude=False, redis_url=server.url),
+            options=Options(http=True, claude=False, redis_url=server.url, data_dir=tmp_path),
         )
         runtime = build_runtime(WebClient(token="xoxb-test", base_url=fake.url), settings)
-        assert runtime.engine.slack is not None
-        assert runtime.engine.slack.user_name("U1") == "Ana"
-        assert client.exists("chanctx:T9:ratelimit:bucket:*") == 1
+        try:
+            assert runtime.engine.slack is not None
+            assert runtime.engine.slack.user_name("U1") == "Ana"
+            assert client.exists("chanctx:T9:ratelimit:bucket:*") == 1
+        finally:
+            runtime.turns.close()
+            runtime.runner.close()
 
 
 def test_run_with_an_unreachable_redis_stops_with_one_line(tmp_path: Path) -> None:
@@ -194,7 +198,7 @@ def test_run_with_an_unreachable_redis_stops_with_one_line(tmp_path: Path) -> No
             mode="http",
             bot_token="xoxb-test",
             signing_secret="s",
-            options=Options(http=True, claude=False, redis_url=dead.url),
+            options=Options(http=True, claude=False, redis_url=dead.url, data_dir=tmp_path),
         )
         with pytest.raises(SettingsError, match="--redis-url: cannot reach Redis"):
             build_runtime(WebClient(token="xoxb-test", base_url=fake.url), settings)

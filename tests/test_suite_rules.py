@@ -39,3 +39,13 @@ def test_no_test_reads_outside_the_project() -> None:
         and outside.search(p.read_text())
     ]  # fmt: skip
     assert not offenders, f"tests reading outside the project: {offenders}"
+
+
+def test_nothing_is_skipped() -> None:
+    """Missing things are installed or started by the suite, never a reason to skip."""
+    skipping = re.compile(r"pytest\.skip\(|mark\.skipif|mark\.skip\b|importorskip|mark\.xfail")
+    offenders = [
+        p.name for p in (ROOT / "tests").glob("*.py") if p.name != Path(__file__).name
+        and skipping.search(p.read_text())
+    ]  # fmt: skip
+    assert not offenders, f"tests that skip: {offenders}"

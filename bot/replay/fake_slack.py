@@ -366,8 +366,10 @@ class FakeSlackAPI(LoopbackServer):
             users.append(reply["user"])
         root["reply_users"], root["reply_users_count"] = users, len(users)
 
-    def _public(self, message: Mapping[str, Any]) -> dict[str, Any]:
+    def _public(self, message: Mapping[str, Any], *, metadata: bool = True) -> dict[str, Any]:
         out = copy.deepcopy(dict(message))
+        if not metadata:  # Slack returns message metadata only with include_all_metadata
+            out.pop("metadata", None)
         if isinstance(out.get("files"), list):
             out["files"] = [self._public_file(f) for f in out["files"] if isinstance(f, dict)]
         return out
@@ -429,8 +431,9 @@ class FakeSlackAPI(LoopbackServer):
                 if (_ts_value(m["ts"]) <= at if newest_first else _ts_value(m["ts"]) >= at)
             ]
         page, rest = items[:limit], items[limit:]
+        metadata = _truthy(params.get("include_all_metadata"))
         return {
-            "messages": [self._public(m) for m in page],
+            "messages": [self._public(m, metadata=metadata) for m in page],
             "has_more": bool(rest),
             "response_metadata": {"next_cursor": _encode_cursor(rest[0]["ts"]) if rest else ""},
         }

@@ -25,9 +25,14 @@ def turn_for(event: dict[str, Any], *, assistant_thread: bool = False) -> Turn:
 
 def register(app: App, runtime: Runtime) -> None:
     @app.event("app_mention")
-    def on_mention(event: dict[str, Any]) -> None:
+    def on_mention(event: dict[str, Any], body: dict[str, Any]) -> None:
         if is_question(event, runtime.engine.me.user_id):
-            runtime.trigger(turn_for(event))
+            runtime.trigger(turn_for(event), event_id=event_id_of(body))
+
+
+def event_id_of(body: dict[str, Any]) -> str | None:
+    event_id = body.get("event_id")
+    return event_id if isinstance(event_id, str) and event_id else None
 
 
 def is_question(event: dict[str, Any], me_user: str) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 
 from chanctx.bot.claude.answers import Turn
 from chanctx.bot.runtime import Runtime
-from chanctx.bot.slack.listeners.mentions import turn_for
+from chanctx.bot.slack.listeners.mentions import event_id_of, turn_for
 from slack_bolt import App
 
 __all__ = ["register"]
@@ -34,10 +34,10 @@ def needs_answer(event: dict[str, Any], me_user: str, me_bot: str) -> bool:
 
 def register(app: App, runtime: Runtime) -> None:
     @app.event("message")
-    def on_message(event: dict[str, Any]) -> None:
+    def on_message(event: dict[str, Any], body: dict[str, Any]) -> None:
         me = runtime.engine.me
         if needs_answer(event, me.user_id, me.bot_id):
-            runtime.trigger(pane_turn(runtime, event))
+            runtime.trigger(pane_turn(runtime, event), event_id=event_id_of(body))
 
 
 def pane_turn(runtime: Runtime, event: dict[str, Any]) -> Turn:

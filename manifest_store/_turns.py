@@ -1,0 +1,268 @@
+"""The durable turn journal: every acknowledged question answered exactly once.
+
+A turn's life, each step one fsynced JSONL line before the next step is taken:
+
+    queued  (before the event is acknowledged; with the event id that brought it)
+    reply   (the answer, split into the parts to post: the outbox)
+    posted  (one line per part, with the ts Slack gave it)
+    done    (every part confirmed; the turn leaves the queue)
+
+After a crash, ``pending()`` lists the turns queued but never answered, and ``outbox()`` the
+answers written but not confirmed posted: the bot answers the first and, for the second, looks
+in the thread for parts it may have posted before the crash (by the turn id in the message
+metadata) before posting the rest. Turn ids and event ids stay known for ``remember_seconds``
+after a turn is done, so Slack's retries of the same mention, even after a restart, find it.
+
+A torn or corrupt line anywhere is skipped with one warning naming the file and line: the
+journal is a log of facts, and losing one fact costs at most a re-answer check, never the rest.
+The file is rewritten (live entries only, via a temporary file and a rename) when mostly stale.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TextIO
+
+__all__ = ["OutboxEntry", "PendingTurn", "TurnJournal", "TurnStore"]
+
+logger = logging.getLogger("chanctx.turns")
+FILE_NAME = "turns.jsonl"
+_REMEMBER = 3_600.0  # Slack retries for minutes; an hour of done turns covers it with room
+
+
+@dataclass
+class PendingTurn:
+    turn_id: str
+    payload: dict[str, Any]  # what the bot needs to answer it (channel, thread, anchor, user...)
+    queued_at: float
+    event_ids: set[str] = field(default_factory=set)
+    parts: list[str] | None = None  # the outbox: the answer's parts, once written
+    posted: dict[int, str] = field(default_factory=dict)  # part index -> Slack ts
+    done_at: float | None = None
+
+
+@dataclass(frozen=True)
+class OutboxEntry:
+    turn_id: str
+    payload: dict[str, Any]
+    parts: tuple[str, ...]
+    posted: dict[int, str]
+
+
+class TurnStore(Protocol):
+    """What the runtime needs of a turn store (local file today; Redis for replicas)."""
+
+    def enqueue(self, turn_id: str, payload: dict[str, Any], event_id: str | None) -> bool: ...
+    def seen_event(self, event_id: str) -> bool: ...
+    def write_reply(self, turn_id: str, parts: list[str]) -> None: ...
+    def mark_posted(self, turn_id: str, part: int, ts: str) -> None: ...
+    def finish(self, turn_id: str) -> None: ...
+    def pending(self) -> list[PendingTurn]: ...
+    def outbox(self) -> list[OutboxEntry]: ...
+    def close(self) -> None: ...
+
+
+class TurnJournal:
+    """The local TurnStore: one append-only JSONL file in the data dir. Thread-safe."""
+
+    def __init__(
+        self,
+        data_dir: Path | None,
+        *,
+        remember_seconds: float = _REMEMBER,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``data_dir`` None keeps the journal in memory only (tests, context-only replays)."""
+        self.path = data_dir / FILE_NAME if data_dir is not None else None
+        self._remember = remember_seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._turns: dict[str, PendingTurn] = {}
+        self._events: dict[str, str] = {}  # event id -> turn id
+        self._lines = 0
+        self._handle: TextIO | None = None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.exists():
+                self._load(self.path)
+            self._handle = self.path.open("a", encoding="utf-8")
+
+    # -- the dispatch path ---------------------------------------------------------------
+
+    def enqueue(self, turn_id: str, payload: dict[str, Any], event_id: str | None) -> bool:
+        """Queue a turn durably; False (and nothing written) if it is known already."""
+        with self._lock:
+            known = turn_id in self._turns or (event_id is not None and event_id in self._events)
+            if known:
+                if event_id and turn_id in self._turns:
+                    self._events.setdefault(event_id, turn_id)
+                return False
+            now = self._clock()
+            turn = PendingTurn(turn_id, dict(payload), now, {event_id} if event_id else set())
+            self._turns[turn_id] = turn
+            if event_id:
+                self._events[event_id] = turn_id
+            self._write({"op": "queued", "turn": turn_id, "payload": payload, "event": event_id,
+                         "at": now})  # fmt: skip
+            return True
+
+    def seen_event(self, event_id: str) -> bool:
+        """True if this event id brought a turn that is still known (a retry of it)."""
+        with self._lock:
+            return event_id in self._events
+
+    # -- the answer worker -----------------------------------------------------------------
+
+    def write_reply(self, turn_id: str, parts: list[str]) -> None:
+        with self._lock:
+            turn = self._turns.get(turn_id)
+            if turn is None or turn.parts is not None:
+                return
+            turn.parts = list(parts)
+            self._write({"op": "reply", "turn": turn_id, "parts": parts})
+
+    def mark_posted(self, turn_id: str, part: int, ts: str) -> None:
+        with self._lock:
+            turn = self._turns.get(turn_id)
+            if turn is None or part in turn.posted:
+                return
+            turn.posted[part] = ts
+            self._write({"op": "posted", "turn": turn_id, "part": part, "ts": ts})
+
+    def finish(self, turn_id: str) -> None:
+        with self._lock:
+            turn = self._turns.get(turn_id)
+            if turn is None or turn.done_at is not None:
+                return
+            turn.done_at = self._clock()
+            self._write({"op": "done", "turn": turn_id, "at": turn.done_at})
+            self._forget_old()
+
+    # -- recovery ---------------------------------------------------------------------------
+
+    def pending(self) -> list[PendingTurn]:
+        """Turns queued and never answered, oldest first."""
+        with self._lock:
+            waiting = [t for t in self._turns.values() if t.done_at is None and t.parts is None]
+        return sorted(waiting, key=lambda t: t.queued_at)
+
+    def outbox(self) -> list[OutboxEntry]:
+        """Answers written but not all confirmed posted, oldest first."""
+        with self._lock:
+            open_ = [t for t in self._turns.values() if t.done_at is None and t.parts is not None]
+            return [
+                OutboxEntry(t.turn_id, dict(t.payload), tuple(t.parts or ()), dict(t.posted))
+                for t in sorted(open_, key=lambda t: t.queued_at)
+            ]
+
+    def is_done(self, turn_id: str) -> bool:
+        with self._lock:
+            turn = self._turns.get(turn_id)
+            return turn is not None and turn.done_at is not None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
+
+    # -- the file -----------------------------------------------------------------------------
+
+    def _write(self, entry: dict[str, Any]) -> None:
+        # Caller holds the lock. One write of a whole line, then fsync: the line is durable
+        # before the caller acknowledges, posts or moves on.
+        self._lines += 1
+        if self._handle is None:
+            return
+        self._handle.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def _forget_old(self) -> None:
+        """Drop done turns older than the retry window; rewrite the file when mostly stale."""
+        cutoff = self._clock() - self._remember
+        old = [k for k, t in self._turns.items() if t.done_at is not None and t.done_at < cutoff]
+        for turn_id in old:
+            for event_id in self._turns.pop(turn_id).event_ids:
+                self._events.pop(event_id, None)
+        if self._lines > 4 * max(len(self._turns), 64):
+            self._rewrite()
+
+    def _rewrite(self) -> None:
+        if self.path is None or self._handle is None:
+            self._lines = 0
+            return
+        fresh = self.path.with_suffix(".tmp")
+        lines = 0
+        with fresh.open("w", encoding="utf-8") as out:
+            for turn in sorted(self._turns.values(), key=lambda t: t.queued_at):
+                for entry in _entries_of(turn):
+                    out.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+                    lines += 1
+            out.flush()
+            os.fsync(out.fileno())
+        self._handle.close()
+        os.replace(fresh, self.path)
+        self._handle = self.path.open("a", encoding="utf-8")
+        self._lines = lines
+
+    def _load(self, path: Path) -> None:
+        with path.open("rb") as raw:
+            for number, line in enumerate(raw, 1):
+                self._lines += 1
+                try:
+                    self._apply(json.loads(line))
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    logger.warning("%s:%d: skipped an unreadable line", path, number)
+        cutoff = self._clock() - self._remember
+        for turn_id in [k for k, t in self._turns.items() if t.done_at and t.done_at < cutoff]:
+            for event_id in self._turns.pop(turn_id).event_ids:
+                self._events.pop(event_id, None)
+
+    def _apply(self, entry: dict[str, Any]) -> None:
+        op, turn_id = entry["op"], str(entry["turn"])
+        if op == "queued":
+            payload = entry["payload"]
+            if not isinstance(payload, dict):
+                raise TypeError("payload")
+            turn = self._turns.setdefault(
+                turn_id, PendingTurn(turn_id, payload, float(entry["at"]))
+            )
+            if entry.get("event"):
+                turn.event_ids.add(str(entry["event"]))
+                self._events[str(entry["event"])] = turn_id
+            return
+        turn = self._turns[turn_id]  # a fact about an unknown turn: its queued line was lost
+        if op == "reply":
+            turn.parts = [str(p) for p in entry["parts"]]
+        elif op == "posted":
+            turn.posted[int(entry["part"])] = str(entry["ts"])
+        elif op == "done":
+            turn.done_at = float(entry["at"])
+        else:
+            raise KeyError(op)
+
+
+def _entries_of(turn: PendingTurn) -> list[dict[str, Any]]:
+    events: list[str | None] = [*sorted(turn.event_ids)] or [None]
+    entries: list[dict[str, Any]] = [
+        {"op": "queued", "turn": turn.turn_id, "payload": turn.payload, "event": event,
+         "at": turn.queued_at}
+        for event in events
+    ]  # fmt: skip
+    if turn.parts is not None:
+        entries.append({"op": "reply", "turn": turn.turn_id, "parts": turn.parts})
+    entries += [
+        {"op": "posted", "turn": turn.turn_id, "part": part, "ts": ts}
+        for part, ts in sorted(turn.posted.items())
+    ]
+    if turn.done_at is not None:
+        entries.append({"op": "done", "turn": turn.turn_id, "at": turn.done_at})
+    return entries
