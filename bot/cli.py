@@ -67,6 +67,29 @@ def parser() -> argparse.ArgumentParser:
                 "out_dir", help="directory to write events.jsonl and slack_api.json to"
             )
         add_options(command, name)  # type: ignore[arg-type]
+
+    fakes = commands.add_parser(
+        "fakes",
+        help="Serve the fake Slack Web API and fake Messages API until killed (smoke tests).",
+        description=(
+            "Serve a fixture's fake Slack Web API and fake Messages API on loopback ports, for "
+            "smoke-testing a deployment without Slack or Claude. Then run the bot with "
+            "SLACK_API_URL=http://127.0.0.1:SLACK_PORT/api/ and "
+            "ANTHROPIC_BASE_URL=http://127.0.0.1:ANTHROPIC_PORT. "
+            "Example: chanctx fakes fixtures/demo --slack-port 8101 --anthropic-port 8102"
+        ),
+    )
+    fakes.add_argument("fixture", help="a fixture directory (its slack_api.json and cassette)")
+    fakes.add_argument("--slack-port", type=int, required=True)
+    fakes.add_argument("--anthropic-port", type=int, required=True)
+    fakes.add_argument("--anthropic-latency-ms", type=int, default=0, help="delay per answer")
+    fakes.add_argument(
+        "--post-error-rate",
+        type=float,
+        default=0.0,
+        help="share of chat.postMessage calls answered with 500 or 429 (Retry-After 1)",
+    )
+    fakes.add_argument("--seed", type=int, default=0, help="seed for the injected errors")
     return root
 
 
@@ -114,7 +137,8 @@ def _serve(args: argparse.Namespace, options: Options, env: Mapping[str, str]) -
     from slack_sdk import WebClient
 
     settings = load_settings(options=options, env=env)
-    runtime = build_runtime(WebClient(token=settings.bot_token), settings)
+    client = WebClient(token=settings.bot_token, base_url=settings.slack_api_url)
+    runtime = build_runtime(client, settings)
     if args.command == "record":
         from chanctx.bot.replay.record import Recorder
 
@@ -129,6 +153,31 @@ def _serve(args: argparse.Namespace, options: Options, env: Mapping[str, str]) -
     return 0
 
 
+def _fakes(args: argparse.Namespace) -> int:
+    from chanctx.bot.replay.fakes_server import serve_fakes
+    from chanctx.bot.settings import SettingsError
+
+    for flag, port in (
+        ("--slack-port", args.slack_port),
+        ("--anthropic-port", args.anthropic_port),
+    ):
+        if not 0 < port < 65536:
+            raise SettingsError(f"{flag} must be a TCP port (1-65535), got {port}")
+    if not 0.0 <= args.post_error_rate <= 1.0:
+        raise SettingsError(
+            f"--post-error-rate must be between 0 and 1, got {args.post_error_rate}"
+        )
+    serve_fakes(
+        args.fixture,
+        slack_port=args.slack_port,
+        anthropic_port=args.anthropic_port,
+        anthropic_latency_ms=args.anthropic_latency_ms,
+        post_error_rate=args.post_error_rate,
+        seed=args.seed,
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     env = os.environ if env is None else env
     args = parser().parse_args(argv)
@@ -138,6 +187,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         configure_logging(options.log_level, options.log_format)
         if command == "replay":
             return _replay(args, options)
+        if command == "fakes":
+            return _fakes(args)
         return _serve(args, options, env)
     except BrokenPipeError:
         # The reader went away (`| head`): not an error worth a traceback.

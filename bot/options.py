@@ -31,7 +31,7 @@ __all__ = [
     "session_settings",
 ]
 
-Command = Literal["run", "record", "replay"]
+Command = Literal["run", "record", "replay", "fakes"]
 SERVING: frozenset[Command] = frozenset({"run", "record"})
 ALL: frozenset[Command] = frozenset({"run", "record", "replay"})
 

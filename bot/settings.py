@@ -7,11 +7,34 @@ from argparse import Namespace
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from chanctx.bot.options import Options, SettingsError, resolve_options
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["RunSettings", "SettingsError", "load_settings"]
+
+
+SLACK_API = "https://slack.com/api/"
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def _slack_api_url(env: Mapping[str, str]) -> str:
+    """SLACK_API_URL, if set: Slack's HTTPS hosts, or a loopback fake (`chanctx fakes`). The
+    bot token is sent to it, so nothing else is accepted."""
+    raw = env.get("SLACK_API_URL", "").strip()
+    if not raw:
+        return SLACK_API
+    parts = urlsplit(raw)
+    host = (parts.hostname or "").lower()
+    slack = parts.scheme == "https" and (host == "slack.com" or host.endswith(".slack.com"))
+    loopback = parts.scheme in ("http", "https") and host in _LOOPBACK
+    if not (slack or loopback):
+        raise SettingsError(
+            f"SLACK_API_URL must be https on slack.com or a loopback fake (http://127.0.0.1:PORT/api/), "
+            f"got {raw!r}: the bot token is sent there"
+        )
+    return raw if raw.endswith("/") else raw + "/"
 
 
 class RunSettings(BaseModel):
@@ -26,6 +49,8 @@ class RunSettings(BaseModel):
     # None: context-only mode (--no-claude), nothing is answered.
     anthropic_api_key: str | None = Field(default=None, repr=False)
     options: Options
+    # The Web API base URL (SLACK_API_URL): Slack's own unless pointed at loopback fakes.
+    slack_api_url: str = SLACK_API
 
     @property
     def port(self) -> int:
@@ -82,7 +107,11 @@ def load_settings(
     if not 0 < options.port < 65536:
         raise SettingsError(f"--port {options.port} is not a TCP port (1-65535).")
     bot_token = _require(env, "SLACK_BOT_TOKEN", "xoxb-", "the bot token from OAuth & Permissions")
-    common: dict[str, object] = {"bot_token": bot_token, "options": options}
+    common: dict[str, object] = {
+        "bot_token": bot_token,
+        "options": options,
+        "slack_api_url": _slack_api_url(env),
+    }
     if options.http:
         common.update(
             mode="http",

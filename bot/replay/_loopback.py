@@ -17,9 +17,10 @@ class LoopbackServer:
     _thread: threading.Thread
     origin: str  # "http://127.0.0.1:PORT"
 
-    def _listen(self, handler: type[BaseHTTPRequestHandler], *, name: str) -> None:
-        # Loopback only: these servers are for tests and replay, never reachable from outside.
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    def _listen(self, handler: type[BaseHTTPRequestHandler], *, name: str, port: int = 0) -> None:
+        # Loopback only: these servers are for tests, replay and `chanctx fakes`, never
+        # reachable from outside. Port 0: a free one.
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever,

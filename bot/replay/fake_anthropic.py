@@ -117,6 +117,8 @@ class FakeAnthropicAPI(LoopbackServer):
         *,
         cassette: Sequence[dict[str, Any]] = (),
         clock: Callable[[], float] = time.monotonic,
+        port: int = 0,
+        latency_ms: int = 0,
     ) -> None:
         """``cassette``: Messages API response bodies served in order to ``POST /v1/messages``;
         after them (or without one) the offline model answers. ``clock`` times the prompt cache."""
@@ -126,10 +128,16 @@ class FakeAnthropicAPI(LoopbackServer):
         self._lock = threading.Lock()
         self._routes: dict[tuple[str, str], _Handler] = {
             ("POST", "/v1/messages/count_tokens"): _count_tokens,
-            ("POST", "/v1/messages"): lambda body: _Reply(*self.messages(body)),
+            ("POST", "/v1/messages"): self._answer,
         }
-        self._listen(self._handler_class(), name="fake-anthropic")
+        self._latency = latency_ms / 1000
+        self._listen(self._handler_class(), name="fake-anthropic", port=port)
         self.url = self.origin
+
+    def _answer(self, body: Any) -> _Reply:
+        if self._latency:  # `chanctx fakes --anthropic-latency-ms`: a model that takes time
+            time.sleep(self._latency)
+        return _Reply(*self.messages(body))
 
     # --- fault injection -----------------------------------------------------------------
 

@@ -32,6 +32,7 @@ import copy
 import email.parser
 import email.policy
 import json
+import random
 import threading
 import time
 from collections import Counter
@@ -198,6 +199,9 @@ class FakeSlackAPI(LoopbackServer):
         *,
         clock: Callable[[], float] | None = None,
         max_replies_limit: int = 1000,
+        port: int = 0,
+        post_error_rate: float = 0.0,
+        seed: int = 0,
     ) -> None:
         """``max_replies_limit`` caps ``conversations.replies`` pages (15 for new apps since 2025).
 
@@ -246,7 +250,13 @@ class FakeSlackAPI(LoopbackServer):
             "conversations.members": self._conversations_members,
             "files.info": self._files_info,
         }
-        self._listen(self._handler_class(), name="fake-slack")
+        # `chanctx fakes --post-error-rate`: that share of chat.postMessage calls fails with a
+        # 500 or a 429 (Retry-After 1), chosen by a seeded generator so a run can be repeated.
+        if not 0.0 <= post_error_rate <= 1.0:
+            raise ValueError(f"post_error_rate must be between 0 and 1, got {post_error_rate!r}")
+        self.post_error_rate = post_error_rate
+        self._chaos = random.Random(seed)
+        self._listen(self._handler_class(), name="fake-slack", port=port)
         self.root = f"{self.origin}/"
         self.url = f"{self.root}api/"
 
@@ -616,6 +626,10 @@ class FakeSlackAPI(LoopbackServer):
             elif fault.status is not None and error is None:
                 error, fault.remaining = fault, fault.remaining - 1
         self._faults = [f for f in self._faults if f.remaining > 0]
+        chaos = error is None and method == "chat.postMessage" and self.post_error_rate > 0
+        if chaos and self._chaos.random() < self.post_error_rate:
+            status = self._chaos.choice([500, 429])
+            error = _Fault(method, 0, status, 1 if status == 429 else None)
         return error, delay
 
     def _serve(self, verb: str, path: str, headers: Mapping[str, str], raw: bytes) -> _Reply:

@@ -1,0 +1,107 @@
+"""`chanctx run --http` as a real process against in-test fakes, for process-level tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from slack_sdk.signature import SignatureVerifier
+
+__all__ = ["BotProcess", "free_port", "post_signed"]
+
+SECRET = "3f9a6c1e0b7d45f2a8c9e1d2b3a4f5e6"  # a made-up signing secret for these tests only
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class BotProcess:
+    """One `chanctx run --http` subprocess; ``kill()`` is kill -9, ``start()`` a restart."""
+
+    def __init__(self, data_dir: Path, slack_url: str, anthropic_url: str) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/slack/events"
+        self.env = {
+            **os.environ,
+            "SLACK_BOT_TOKEN": "xoxb-process-test",
+            "SLACK_SIGNING_SECRET": SECRET,
+            "ANTHROPIC_API_KEY": "sk-ant-process-test",
+            "SLACK_API_URL": slack_url,
+            "ANTHROPIC_BASE_URL": anthropic_url,
+            "CHANCTX_DATA_DIR": str(data_dir),
+            "CHANCTX_LOG_LEVEL": "warning",
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self, timeout: float = 30) -> None:
+        self.starts += 1
+        log = (self.data_dir.parent / f"bot-{self.starts}.log").open("wb")
+        command = [sys.executable, "-m", "chanctx.bot.cli", "run", "--http",
+                   "--host", "127.0.0.1", "--port", str(self.port)]  # fmt: skip
+        self.process = subprocess.Popen(command, env=self.env, stdout=log, stderr=log)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the bot exited: {self.log_tail()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"the bot did not listen in {timeout} s: {self.log_tail()}")
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()  # SIGKILL: nothing runs after this
+            self.process.wait(timeout=10)
+            self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+            self.process = None
+
+    def log_tail(self) -> str:
+        logs = sorted(self.data_dir.parent.glob("bot-*.log"))
+        return logs[-1].read_text(errors="replace")[-2000:] if logs else ""
+
+
+def post_signed(url: str, envelope: dict[str, Any], *, retry: int = 0) -> int | None:
+    """Deliver one envelope as Slack does; the HTTP status, or None if the bot was gone."""
+    body = json.dumps(envelope)
+    stamp = str(int(time.time()))
+    headers = {
+        "Content-Type": "application/json",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(
+            timestamp=stamp, body=body
+        ),
+    }
+    if retry:
+        headers.update({"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"})
+    request = urllib.request.Request(url, data=body.encode(), headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return None
