@@ -29,7 +29,7 @@ from chanctx.bot.engine import BuiltContext
 from chanctx.bot.replay.fixture import load_fixture
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.runtime import Runtime
-from chanctx.bot.slack.http_server import EventsServer
+from chanctx.bot.server import BackgroundServer, build_asgi_app
 from slack_sdk import WebClient
 from slack_sdk.signature import SignatureVerifier
 
@@ -174,7 +174,7 @@ def _ack_latencies(inline: bool) -> list[float]:
             start_time=fixture.envelopes[0]["event_time"],
             runtime_class=_InlineRuntime if inline else Runtime,
         ) as bot,
-        EventsServer(bot.app) as server,
+        BackgroundServer(build_asgi_app(bot.app)) as server,
     ):
         envelopes = [e for e in fixture.envelopes]
         mentions = [e for e in envelopes if e["event"]["type"] == "app_mention"]
@@ -202,7 +202,7 @@ def ack_latency() -> tuple[list[str], dict[str, float]]:
         return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
 
     text = [
-        "Signed HTTP deliveries over loopback to `bot.http_server.EventsServer` while an answer that takes",
+        "Signed HTTP deliveries over loopback to the ASGI app on uvicorn (`chanctx.bot.server`) while an answer that takes",
         f"{ANSWER_SECONDS:.0f} s is in progress (the demo's {len(ours) - 1} other events, sent during the answer). Baseline:",
         "the same app answering inside the listener, before the ack (as handlers that do the work before",
         "acking do; Slack retries after 3 s).",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -15,10 +16,10 @@ from chanctx.bot.claude.session import ClaudeResponder
 from chanctx.bot.engine import ContextEngine, ContextSettings
 from chanctx.bot.options import Options, SettingsError, session_settings
 from chanctx.bot.runtime import Runtime
+from chanctx.bot.server import build_asgi_app, run_server
 from chanctx.bot.settings import RunSettings
 from chanctx.bot.slack.app import build_app
 from chanctx.bot.slack.assistant_threads import AssistantThreads
-from chanctx.bot.slack.http_server import EventsServer
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.bot.slack.media import MediaFetcher
 from chanctx.bot.slack.slack_api import SlackFetcher
@@ -107,17 +108,47 @@ def serve(
         signing_secret=settings.signing_secret if settings.mode == "http" else None,
         before=[first_middleware] if first_middleware else [],
     )
-    # What a previous run acknowledged and never finished is answered now, off the start path.
-    threading.Thread(target=runtime.recover, name="chanctx-recover", daemon=True).start()
-    if settings.mode == "http":
-        server = EventsServer(app, host=settings.host, port=settings.port)
-        logger.warning("serving the Events API at %s", server.url)
-        server.serve_forever()
-    else:
-        from slack_bolt.adapter.socket_mode import SocketModeHandler
+    # What a previous run acknowledged and never finished is answered now, off the start path;
+    # /readyz says so once it is done.
+    recovered = threading.Event()
 
-        SocketModeHandler(app, settings.app_token).start()  # type: ignore[no-untyped-call]
+    def recover() -> None:
+        try:
+            runtime.recover()
+        finally:
+            recovered.set()
+
+    threading.Thread(target=recover, name="chanctx-recover", daemon=True).start()
+    try:
+        if settings.mode == "http":
+            asgi = build_asgi_app(
+                app, signing_secret=settings.signing_secret, ready=recovered.is_set
+            )
+            logger.info(
+                "serving the Events API at http://%s:%d/slack/events", settings.host, settings.port
+            )
+            run_server(asgi, settings.host, settings.port)  # returns after SIGTERM / SIGINT
+        else:
+            from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+            SocketModeHandler(app, settings.app_token).start()  # type: ignore[no-untyped-call]
+    finally:
+        if not stop_answering(runtime):
+            # Answers still running hold non-daemon threads Python would wait for; their
+            # turns are in the journal, so leave now (within 10 s of SIGTERM) and let the next
+            # start answer them.
+            logger.warning("exiting with answers in flight; the next start finishes them")
+            logging.shutdown()
+            os._exit(0)
     return app
+
+
+def stop_answering(runtime: Runtime, grace: float = 1.5) -> bool:
+    """After the server stopped: True if no answer is still running."""
+    clean = runtime.runner.stop(grace)
+    if clean:  # answers still running may yet write to the journal: never close it under them
+        runtime.turns.close()
+    return clean
 
 
 def known_state(runtime: Runtime) -> dict[str, Any]:

@@ -84,20 +84,21 @@ class BotProcess:
         return logs[-1].read_text(errors="replace")[-2000:] if logs else ""
 
 
-def post_signed(url: str, envelope: dict[str, Any], *, retry: int = 0) -> int | None:
-    """Deliver one envelope as Slack does; the HTTP status, or None if the bot was gone."""
-    body = json.dumps(envelope)
+def post_signed(
+    url: str, envelope: Any, *, retry: int = 0, raw: bytes | None = None, sign: bool = True
+) -> int | None:
+    """Deliver one envelope (or ``raw`` bytes) as Slack does; the HTTP status, or None if the
+    connection failed (refused or reset)."""
+    data = raw if raw is not None else json.dumps(envelope).encode()
     stamp = str(int(time.time()))
-    headers = {
-        "Content-Type": "application/json",
-        "X-Slack-Request-Timestamp": stamp,
-        "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(
-            timestamp=stamp, body=body
-        ),
-    }
+    headers = {"Content-Type": "application/json", "X-Slack-Request-Timestamp": stamp}
+    if sign:
+        headers["X-Slack-Signature"] = SignatureVerifier(SECRET).generate_signature(
+            timestamp=stamp, body=data.decode("utf-8")
+        )
     if retry:
         headers.update({"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"})
-    request = urllib.request.Request(url, data=body.encode(), headers=headers, method="POST")
+    request = urllib.request.Request(url, data=data, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return int(response.status)

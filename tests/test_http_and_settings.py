@@ -14,8 +14,8 @@ import pytest
 from chanctx.bot.cli import main
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.replay.record import Recorder, redact
+from chanctx.bot.server import BackgroundServer, build_asgi_app
 from chanctx.bot.settings import SettingsError, load_settings
-from chanctx.bot.slack.http_server import EventsServer
 from slack_sdk.signature import SignatureVerifier
 
 from .slack_events import STATE, mention_pair, ts
@@ -24,10 +24,10 @@ SECRET = "8f742231b10e8888abcd99yyyzzz85a5"  # a made-up signing secret for the 
 
 
 @pytest.fixture
-def served() -> Iterator[tuple[OfflineBot, EventsServer]]:
+def served() -> Iterator[tuple[OfflineBot, BackgroundServer]]:
     with (
         OfflineBot(copy.deepcopy(STATE), signing_secret=SECRET) as bot,
-        EventsServer(bot.app) as server,
+        BackgroundServer(build_asgi_app(bot.app)) as server,
     ):
         yield bot, server
 
@@ -59,7 +59,7 @@ def post(
 
 
 def test_signed_events_are_accepted_and_answered_once(
-    served: tuple[OfflineBot, EventsServer],
+    served: tuple[OfflineBot, BackgroundServer],
 ) -> None:
     bot, server = served
     message, mention = (json.dumps(e) for e in mention_pair(ts(10), "status?"))
@@ -70,14 +70,14 @@ def test_signed_events_are_accepted_and_answered_once(
     assert len(bot.runtime.runner.results) == 1
 
 
-def test_a_bad_signature_is_rejected(served: tuple[OfflineBot, EventsServer]) -> None:
+def test_a_bad_signature_is_rejected(served: tuple[OfflineBot, BackgroundServer]) -> None:
     bot, server = served
     body = json.dumps(mention_pair(ts(10), "status?")[1])
     assert post(server.url, body, signature="v0=" + "0" * 64) == 401
     assert bot.engine.history.get("C0GENERAL1", ts(10)) is None  # nothing recorded
 
 
-def test_a_stale_timestamp_is_rejected(served: tuple[OfflineBot, EventsServer]) -> None:
+def test_a_stale_timestamp_is_rejected(served: tuple[OfflineBot, BackgroundServer]) -> None:
     bot, server = served
     body = json.dumps(mention_pair(ts(10), "status?")[1])
     assert post(server.url, body, timestamp=int(time.time()) - 10 * 60) == 401
@@ -85,7 +85,7 @@ def test_a_stale_timestamp_is_rejected(served: tuple[OfflineBot, EventsServer]) 
     assert bot.runtime.runner.results == []
 
 
-def test_url_verification_challenge(served: tuple[OfflineBot, EventsServer]) -> None:
+def test_url_verification_challenge(served: tuple[OfflineBot, BackgroundServer]) -> None:
     _, server = served
     body = json.dumps({"type": "url_verification", "challenge": "abc123", "token": "x"})
     assert post(server.url, body) == 200

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -114,6 +115,20 @@ class AnswerRunner:
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
+
+    def stop(self, grace: float) -> bool:
+        """Take no new turns and wait up to ``grace`` seconds for running ones; False if some
+        are still running (their turns stay queued in the journal for the next start)."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + grace
+        with self._guard:
+            pending = list(self._pending)
+        for future in pending:
+            try:
+                future.result(timeout=max(0.0, deadline - time.monotonic()))
+            except Exception:
+                continue
+        return all(f.done() for f in pending)
 
     def _lock_for(self, turn: Turn) -> threading.Lock:
         with self._guard:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from chanctx.bot.runtime import Runtime
+from chanctx.bot.slack.envelope import GuardedApp
 from chanctx.bot.slack.listeners import register
 from slack_bolt import App
 from slack_sdk import WebClient
@@ -33,7 +34,7 @@ def build_app(
     uses it to see every delivery, retries included).
     """
     client: WebClient = runtime.client
-    app = App(
+    app = GuardedApp(
         client=client,
         signing_secret=signing_secret,
         request_verification_enabled=signing_secret is not None,

@@ -142,6 +142,8 @@ def _message_event(event: Mapping[str, Any], me: SelfIdentity) -> IntakeAction:
     if not isinstance(channel, str) or not channel:
         return Ignore("message event without a channel")
     subtype = event.get("subtype")
+    if subtype is not None and not isinstance(subtype, str):
+        return Ignore(f"message subtype is a {type(subtype).__name__}, not a string")
     if subtype == "message_changed":
         inner = SlackMessage.model_validate(event.get("message") or {})
         edited_ts = inner.edited.ts if inner.edited and inner.edited.ts else None
@@ -185,7 +187,8 @@ def intake(event: Mapping[str, Any], me: SelfIdentity) -> IntakeAction:
             action = Record(message, only_if_new=True)
         else:
             action = Ignore(f"event type {kind!r} changes no history")
-    except (ValidationError, InvalidTimestamp) as error:
+    except (ValidationError, InvalidTimestamp, TypeError, ValueError, AttributeError) as error:
+        # A field of an unexpected shape: the event changes nothing, the bot goes on.
         reason = f"malformed {kind} event: {_first_line(error)}"
         logger.warning("ignored %s", reason)
         return Ignore(reason)

@@ -24,7 +24,12 @@ _ANSWERABLE_SUBTYPES = {None, "file_share", "thread_broadcast"}
 def needs_answer(event: dict[str, Any], me_user: str, me_bot: str) -> bool:
     if event.get("channel_type") != "im":
         return False
-    if event.get("subtype") not in _ANSWERABLE_SUBTYPES or event.get("bot_id"):
+    subtype = event.get("subtype")
+    if (
+        subtype is not None and not isinstance(subtype, str)
+    ) or subtype not in _ANSWERABLE_SUBTYPES:
+        return False
+    if event.get("bot_id"):
         return False
     user = event.get("user")
     return (

@@ -1,0 +1,134 @@
+"""The ASGI app: Slack's events path, ``/healthz`` and ``/readyz``, plus any extra routes.
+
+Bolt's ``App`` is synchronous and, with ``process_before_response``, records every event (and
+fsyncs a question into the turn journal) before it answers; so dispatch runs in a worker thread,
+never on the event loop. Whatever a client sends gets a 2xx or a 4xx: a body too large (413), too
+slow (408), not UTF-8 (400), a bad signature (401, Bolt's check). An envelope that makes our own
+code fail is logged and acknowledged (200), so Slack does not retry a poison event forever; only a
+failure to store (the disk) answers 503, so Slack retries what we could not keep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from chanctx.bot.slack.envelope import parse_json_payload
+from slack_bolt import App
+from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
+from slack_sdk.signature import SignatureVerifier
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+__all__ = ["MAX_BODY", "build_asgi_app"]
+
+logger = logging.getLogger("chanctx.server")
+MAX_BODY: Final = 1 << 20  # Slack's event payloads are far smaller; refuse anything huge
+BODY_TIMEOUT: Final = 10.0  # seconds to send a whole body: a slow client holds nothing longer
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        raise _TooLarge if declared.isdigit() else ValueError(declared)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _text(status: int, message: str) -> Response:
+    return JSONResponse({"ok": False, "error": message}, status_code=status)
+
+
+def build_asgi_app(
+    bolt: App,
+    *,
+    signing_secret: str | None = None,
+    ready: Callable[[], bool] = lambda: True,
+    path: str = "/slack/events",
+    extra_routes: Sequence[BaseRoute] = (),
+    max_body: int = MAX_BODY,
+    body_timeout: float = BODY_TIMEOUT,
+) -> Starlette:
+    """``ready``: whether the bot can answer yet (identity known, unfinished turns recovered).
+    ``signing_secret``: checked here first, so an unsigned body is a 401 whatever its shape
+    (Bolt checks again; parsing what nobody signed is not our business)."""
+    verifier = SignatureVerifier(signing_secret) if signing_secret else None
+
+    async def events(request: Request) -> Response:
+        try:
+            body = await asyncio.wait_for(_read_body(request, max_body), timeout=body_timeout)
+        except _TooLarge:
+            return _text(413, f"body larger than {max_body} bytes")
+        except ValueError as error:
+            return _text(400, f"Content-Length is not a number: {error}")
+        except TimeoutError:
+            return _text(408, f"body not received within {body_timeout:g} s")
+        except ClientDisconnect:
+            return _text(400, "client disconnected")
+        if verifier is not None and not verifier.is_valid_request(body, dict(request.headers)):
+            return _text(401, "invalid or stale signature")
+        if "form-urlencoded" not in request.headers.get("content-type", ""):
+            try:
+                _, reason = parse_json_payload(body.decode("utf-8"))
+            except UnicodeDecodeError:
+                return _text(400, "body is not UTF-8")
+            except ValueError as error:
+                return _text(400, f"body is not JSON: {error}")
+            if reason is not None:
+                logger.warning("acknowledged and dropped a malformed payload: %s", reason)
+                return Response(status_code=200)
+        try:
+            bolt_request = to_bolt_request(request, body)
+        except UnicodeDecodeError:
+            return _text(400, "body is not UTF-8")
+        except Exception as error:  # Bolt parses the body: JSON that is not an object, ...
+            return _text(400, f"body is not a Slack payload ({type(error).__name__})")
+        try:
+            response = await run_in_threadpool(bolt.dispatch, bolt_request)
+        except OSError:
+            logger.exception("could not store an event: Slack will retry it")
+            return _text(503, "could not store the event; retry")
+        except Exception:
+            logger.exception("an event failed; acknowledged so Slack does not retry it forever")
+            return Response(status_code=200)
+        if response.status >= 500:
+            # Bolt turned a failure of ours into a 5xx; the event is logged, not retried.
+            logger.warning("acknowledging an event Bolt answered %d for", response.status)
+            return Response(status_code=200)
+        return to_starlette_response(response)
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def readyz(request: Request) -> Response:
+        is_ready = ready()
+        return JSONResponse({"ready": is_ready}, status_code=200 if is_ready else 503)
+
+    routes: list[BaseRoute] = [
+        Route(path, events, methods=["POST"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        *extra_routes,
+    ]
+    return Starlette(routes=routes)
+
+
+def describe(app: Starlette) -> str:
+    """The routes, for the start-up log line."""
+    return json.dumps([getattr(r, "path", "?") for r in app.routes])

@@ -1,0 +1,78 @@
+"""Envelopes Bolt itself cannot take: caught before dispatch, acknowledged and logged once.
+
+Bolt's built-in middleware assumes ``event`` is an object with a string ``type``; an envelope
+with ``"event": null`` or a list-valued ``event_id`` makes it raise, and it answers 500, which
+makes Slack retry a poison event. Such an envelope is not an event anyone can act on: it is
+acknowledged (200) with one warning saying what was wrong, and the bot goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from slack_bolt import App, BoltRequest, BoltResponse
+
+__all__ = ["GuardedApp", "malformed", "parse_json_payload"]
+
+logger = logging.getLogger("chanctx.envelope")
+
+
+def malformed(body: Any) -> str | None:
+    """Why this payload cannot be dispatched, or None if Bolt can take it."""
+    if not isinstance(body, dict):
+        return f"the payload is {type(body).__name__}, not an object"
+    kind = body.get("type")
+    if kind is not None and not isinstance(kind, str):
+        return f"'type' is {type(kind).__name__}, not a string"
+    for key in ("event_id", "team_id", "api_app_id", "enterprise_id"):
+        value = body.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"'{key}' is {type(value).__name__}, not a string"
+    if kind == "event_callback" or "event" in body:
+        event = body.get("event")
+        if not isinstance(event, dict):
+            return f"'event' is {type(event).__name__}, not an object"
+        if not isinstance(event.get("type"), str):
+            return "'event.type' is missing or not a string"
+        for where, part in (("event", event), *_nested(event)):
+            reason = _ids(where, part)
+            if reason:
+                return reason
+    return _ids("payload", body)
+
+
+def _nested(event: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (f"event.{k}", v)
+        for k in ("message", "previous_message", "item")
+        if isinstance(v := event.get(k), dict)
+    ]
+
+
+def _ids(where: str, part: dict[str, Any]) -> str | None:
+    """Bolt reads ``user`` and ``channel`` as a string or an object with an ``id``."""
+    for key in ("user", "channel"):
+        value = part.get(key)
+        if value is not None and not isinstance(value, str | dict):
+            return f"'{where}.{key}' is {type(value).__name__}, not a string"
+    return None
+
+
+def parse_json_payload(text: str) -> tuple[Any, str | None]:
+    """A JSON request body and why it cannot be dispatched (None: it can). ValueError if it is
+    not JSON at all. Bolt builds its request context on construction, so this runs first."""
+    body = json.loads(text)
+    return body, malformed(body)
+
+
+class GuardedApp(App):
+    """Bolt's App, refusing (with a 200 and a warning) what its own middleware would crash on."""
+
+    def dispatch(self, req: BoltRequest) -> BoltResponse:
+        reason = malformed(req.body)
+        if reason is not None:
+            logger.warning("acknowledged and dropped a malformed payload: %s", reason)
+            return BoltResponse(status=200, body="")
+        return super().dispatch(req)
