@@ -63,6 +63,7 @@ class Options(BaseModel):
     port: int = 3000
     claude: bool = True
     redis_url: str | None = None
+    claude_deadline: float = 120.0
 
 
 def _positive_int(text: str) -> int:
@@ -82,6 +83,13 @@ def _non_negative_int(text: str) -> int:
 def _fraction(text: str) -> float:
     value = float(text)
     if not 0.0 < value <= 1.0:
+        raise ValueError
+    return value
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value < 86_400:
         raise ValueError
     return value
 
@@ -224,6 +232,11 @@ SETTINGS: tuple[Setting, ...] = (
         shown_default="none (one process)",
     ),
     Setting(
+        "claude_deadline", "--claude-deadline", "CHANCTX_CLAUDE_DEADLINE", _seconds,
+        "a positive number of seconds", "longest a turn may spend with Claude, tools included",
+        shown_default="120 s",
+    ),
+    Setting(
         "claude", "--no-claude", "CHANCTX_CLAUDE", _switch, "1 or 0",
         "context only: answer nothing (CHANCTX_CLAUDE=0)", switch_value=False,
         shown_default="answer with Claude",
@@ -303,4 +316,5 @@ def session_settings(options: Options) -> SessionSettings:
         compaction=options.compaction,
         compaction_threshold=options.compaction_threshold,
         attach_media=options.attach_media,
+        deadline_seconds=options.claude_deadline,
     )

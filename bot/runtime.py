@@ -26,6 +26,7 @@ from chanctx.bot.slack.assistant_threads import AssistantThreads
 from chanctx.bot.slack.markdown import split_markdown
 from chanctx.bot.slack.membership import MembershipChecker
 from chanctx.bot.slack.poster import Poster
+from chanctx.context import ChanctxError
 from chanctx.manifest_store import TurnJournal, TurnStore
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
@@ -52,6 +53,7 @@ class Runtime:
     responder: Responder = field(default_factory=NullResponder)
     workers: int = 4
     post_backoff: float = 0.5  # seconds before the first retry of a failed post, doubling
+    keep_results: int | None = None  # answers kept for inspection (None: all, for replay)
     lock: threading.RLock = field(default_factory=threading.RLock)
     # The assistant pane: which channel each pane thread views (persisted by serve/replay).
     assistant_threads: AssistantThreads = field(default_factory=AssistantThreads)
@@ -63,7 +65,9 @@ class Runtime:
     _seen_events: TTLCache[str, bool] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.runner = AnswerRunner(self.answer, workers=self.workers)
+        self.runner = AnswerRunner(
+            self.answer, workers=self.workers, keep_results=self.keep_results
+        )
         self.membership = MembershipChecker(self.client)
         me = self.engine.me
         self.poster = Poster(
@@ -154,7 +158,10 @@ class Runtime:
         except Exception as error:
             logger.exception("answer failed in %s/%s", turn.channel, turn.thread_ts)
             result.error = f"{type(error).__name__}: {error}"
-            self._fail(turn, type(error).__name__)
+            # Our own errors say what happened in words; anything else by its name only.
+            self._fail(
+                turn, str(error) if isinstance(error, ChanctxError) else type(error).__name__
+            )
         finally:
             self._show_working(turn, on=False)
         return result

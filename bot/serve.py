@@ -92,6 +92,7 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
             data_dir / "assistant_threads.jsonl" if data_dir else None
         ),
         turns=TurnJournal(data_dir),
+        keep_results=200,  # memory stays flat however many answers a running bot gives
     )
 
 

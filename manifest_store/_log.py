@@ -7,8 +7,8 @@ Crash recovery: a crash mid-append can only tear the *last* line. ``entries()`` 
 line with one warning. The next ``append`` moves the torn bytes to ``<log>.torn`` (kept for
 forensics, never read back) and truncates the log to the end of its last whole line before
 writing, so the new entry starts on a fresh line and nothing after the tear is unreadable.
-A bad line anywhere *before* the last one was fsynced whole once, so it is not a tear: reading
-raises SessionLogCorrupt instead of silently dropping data.
+A bad line anywhere *before* the last one (damaged on disk, or edited by hand) is skipped with
+one warning naming the file and line; the file itself is left as it is, for forensics.
 
 One process per data directory (several bot replicas share Redis instead, see DESIGN.md);
 within a process a SessionLog is thread-safe and SessionStore hands out one per key.
@@ -24,8 +24,8 @@ import threading
 from pathlib import Path
 from typing import BinaryIO
 
+from cachetools import LRUCache
 from chanctx.manifest_store._entries import Entry, parse_entry
-from chanctx.manifest_store._errors import SessionLogCorrupt
 from chanctx.manifest_store._keys import SUFFIX, SessionKey
 from pydantic import ValidationError
 
@@ -134,7 +134,16 @@ class SessionLog:
                     result.append(parse_entry(raw))
                 except ValidationError as error:
                     if number < len(lines):
-                        raise SessionLogCorrupt(self._path, number, _reason(error)) from None
+                        # A damaged line inside the log: skip it and keep everything else, so
+                        # one bad line never costs the thread every later answer.
+                        logger.warning(
+                            "%s: line %d skipped (%s); the rest of the session is kept",
+                            self._path,
+                            number,
+                            _reason(error),
+                        )
+                        offset += len(raw) + 1
+                        continue
                     logger.warning(
                         "%s: torn last line at byte %d (%d bytes) skipped: %s",
                         self._path,
@@ -180,7 +189,8 @@ class SessionStore:
 
     def __init__(self, data_dir: Path) -> None:
         self._dir = Path(data_dir) / "sessions"
-        self._logs: dict[SessionKey, SessionLog] = {}
+        # Recently used logs (a SessionLog holds no open file; it is cheap to make again).
+        self._logs: LRUCache[SessionKey, SessionLog] = LRUCache(maxsize=4_096)
         self._guard = threading.Lock()
 
     @property

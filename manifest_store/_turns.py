@@ -143,6 +143,8 @@ class TurnJournal:
                 return
             turn.done_at = self._clock()
             self._write({"op": "done", "turn": turn_id, "at": turn.done_at})
+            # A done turn is kept only to recognise Slack's retries: its ids, not its content.
+            turn.payload, turn.parts, turn.posted = {}, None, {}
             self._forget_old()
 
     # -- recovery ---------------------------------------------------------------------------
@@ -246,6 +248,7 @@ class TurnJournal:
             turn.posted[int(entry["part"])] = str(entry["ts"])
         elif op == "done":
             turn.done_at = float(entry["at"])
+            turn.payload, turn.parts, turn.posted = {}, None, {}
         else:
             raise KeyError(op)
 

@@ -12,7 +12,7 @@ from chanctx.bot.settings import SettingsError, load_settings
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from .process_bot import free_port
+from bench._process import free_port
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
 

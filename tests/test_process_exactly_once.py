@@ -16,7 +16,8 @@ from pathlib import Path
 from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 
-from .process_bot import BotProcess, post_signed
+from bench._process import BotProcess, post_signed
+
 from .slack_events import BOT_USER, CHANNEL, STATE, mention_pair, ts
 
 MENTIONS = 50

@@ -17,7 +17,8 @@ from typing import Any
 from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 
-from .process_bot import BotProcess, post_signed
+from bench._process import BotProcess, post_signed
+
 from .slack_events import BOT_USER, CHANNEL, STATE, envelope, mention_pair, ts
 
 BODIES = 2_000

@@ -20,7 +20,6 @@ from chanctx.manifest_store import (
     MessageEntry,
     SessionKey,
     SessionLog,
-    SessionLogCorrupt,
     SessionStarted,
     SessionStore,
     rebuild,
@@ -212,7 +211,9 @@ def test_a_garbled_last_line_with_its_newline_is_a_tear_too(
     assert log.entries() == [START, message(1)]
 
 
-def test_a_corrupt_line_in_the_middle_raises_with_its_line_number(tmp_path: Path) -> None:
+def test_a_corrupt_line_in_the_middle_is_skipped_with_one_warning_naming_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     log = SessionStore(tmp_path).open(KEY)
     log.append(START)
     log.append(message(1))
@@ -220,11 +221,13 @@ def test_a_corrupt_line_in_the_middle_raises_with_its_line_number(tmp_path: Path
     lines.insert(1, b'{"type": "message", "role": "nobody"}')
     log.path.write_bytes(b"\n".join(lines))
     before = log.path.read_bytes()
-    with pytest.raises(SessionLogCorrupt, match="line 2") as caught:
-        log.entries()
-    assert caught.value.line == 2 and caught.value.path == log.path
-    assert str(log.path) in str(caught.value)
-    assert log.path.read_bytes() == before  # nothing dropped or rewritten
+    with caplog.at_level(logging.WARNING):
+        assert log.entries() == [START, message(1)]  # everything else recovered
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert f"{log.path}: line 2 skipped" in warning
+    assert log.path.read_bytes() == before  # nothing rewritten
+    log.append(message(2))  # and the session goes on
+    assert SessionLog(log.path).entries()[-1] == message(2)
 
 
 # --- durability and concurrency --------------------------------------------------------------------

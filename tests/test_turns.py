@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +192,43 @@ def test_done_turns_are_forgotten_after_the_retry_window_and_the_file_stays_smal
     journal.close()
     assert len((tmp_path / "turns.jsonl").read_text().splitlines()) < 1_000
     assert json.loads((tmp_path / "turns.jsonl").read_text().splitlines()[-1])["op"] == "done"
+
+
+# --- bounded resources -------------------------------------------------------------------------
+
+
+def test_a_slow_claude_ends_in_an_honest_reply_and_never_starves_other_threads(
+    tmp_path: Path,
+) -> None:
+    from chanctx.bot.claude.session import SessionSettings
+
+    with OfflineBot(
+        copy.deepcopy(STATE),
+        claude=True,
+        claude_latency_ms=1_500,  # every Messages API answer takes 1.5 s
+        start_time=START,
+        data_dir=tmp_path,
+        session_settings=SessionSettings(deadline_seconds=1.0),
+    ) as bot:
+        started = time.monotonic()
+        for envelope in mention_pair(ts(10), "what broke?"):
+            bot.dispatch(envelope)
+        elapsed = time.monotonic() - started
+        (result,) = bot.runtime.runner.results
+    assert "did not answer within 1 s" in str(result.error)
+    (posted,) = [p["text"] for p in bot.slack.posted]
+    assert posted.startswith("Sorry, I couldn't answer this one: Claude did not answer within 1 s")
+    assert elapsed < 8  # bounded by the deadline, not the model
+
+
+def test_per_thread_state_does_not_grow_with_the_number_of_threads(tmp_path: Path) -> None:
+    from chanctx.bot.claude.answers import AnswerRunner, TurnResult
+
+    runner = AnswerRunner(lambda turn: TurnResult(turn=turn), workers=2, keep_results=50)
+    for n in range(2_000):
+        runner.submit(
+            Turn(channel=CHANNEL, thread_ts=f"{n}.000001", anchor_ts=f"{n}.000001", user="U1")
+        )
+    runner.drain(30)
+    assert runner._thread_locks == {} and len(runner.results) == 50
+    runner.close()

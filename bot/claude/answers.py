@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -89,15 +90,17 @@ Work = Callable[[Turn], TurnResult]
 
 
 class AnswerRunner:
-    def __init__(self, work: Work, *, workers: int = 4) -> None:
+    def __init__(self, work: Work, *, workers: int = 4, keep_results: int | None = None) -> None:
         self._work = work
         self._executor = ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix="chanctx-answer"
         )
-        self._thread_locks: dict[tuple[str, str], threading.Lock] = {}
+        # One lock per thread with turns waiting or running; dropped when the last one ends.
+        self._thread_locks: dict[tuple[str, str], tuple[threading.Lock, int]] = {}
         self._guard = threading.Lock()
         self._pending: set[Future[TurnResult]] = set()
-        self.results: list[TurnResult] = []
+        # Replay and tests read every result; a running bot keeps the last few for inspection.
+        self.results: deque[TurnResult] = deque(maxlen=keep_results)
 
     def submit(self, turn: Turn) -> Future[TurnResult]:
         future = self._executor.submit(self._run, turn)
@@ -130,17 +133,31 @@ class AnswerRunner:
                 continue
         return all(f.done() for f in pending)
 
-    def _lock_for(self, turn: Turn) -> threading.Lock:
+    def _take_lock(self, key: tuple[str, str]) -> threading.Lock:
         with self._guard:
-            return self._thread_locks.setdefault((turn.channel, turn.thread_ts), threading.Lock())
+            lock, users = self._thread_locks.get(key, (threading.Lock(), 0))
+            self._thread_locks[key] = (lock, users + 1)
+            return lock
+
+    def _drop_lock(self, key: tuple[str, str]) -> None:
+        with self._guard:
+            lock, users = self._thread_locks[key]
+            if users <= 1:
+                del self._thread_locks[key]
+            else:
+                self._thread_locks[key] = (lock, users - 1)
 
     def _run(self, turn: Turn) -> TurnResult:
-        with self._lock_for(turn):
-            try:
-                result = self._work(turn)
-            except Exception as error:  # one failed answer must not stop the others
-                logger.exception("answer for %s/%s failed", turn.channel, turn.anchor_ts)
-                result = TurnResult(turn=turn, error=f"{type(error).__name__}: {error}")
+        key = (turn.channel, turn.thread_ts)
+        try:
+            with self._take_lock(key):
+                try:
+                    result = self._work(turn)
+                except Exception as error:  # one failed answer must not stop the others
+                    logger.exception("answer for %s/%s failed", turn.channel, turn.anchor_ts)
+                    result = TurnResult(turn=turn, error=f"{type(error).__name__}: {error}")
+        finally:
+            self._drop_lock(key)
         with self._guard:
             self.results.append(result)
         return result

@@ -18,10 +18,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import anthropic
+from cachetools import LRUCache
 from chanctx.bot.channel_view import EngineView
 from chanctx.bot.claude.answers import Answer, ToolCall, Turn
 from chanctx.bot.claude.prompt import CONTEXT_HEADER, system_prompt
@@ -88,6 +90,7 @@ class SessionSettings:
     # Media is opt-in (seed 003): with it on, the current thread's files are attached inline.
     # Claude can always ask for one file with channel_messages(media_artifact_id=...).
     attach_media: bool = False
+    deadline_seconds: float = 120.0  # the whole turn with Claude, tool rounds included
 
 
 @dataclass
@@ -158,6 +161,17 @@ def _package_end(message: dict[str, Any]) -> int | None:
     return found
 
 
+_MAX_SESSIONS = 256  # active threads; an evicted session resumes from its log
+_DEADLINE: ContextVar[float | None] = ContextVar("chanctx_claude_deadline", default=None)
+
+
+class ClaudeDeadline(ChanctxError):
+    """The turn took longer than its deadline with Claude."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"Claude did not answer within {seconds:g} s")
+
+
 class ClaudeResponder:
     """The Responder that answers with Claude; one session per Slack thread."""
 
@@ -183,7 +197,8 @@ class ClaudeResponder:
         self.settings = settings or SessionSettings()
         self.counter = counter or default_counter(self.settings.model)
         self.clock = clock
-        self._sessions: dict[SessionKey, _Session] = {}
+        # The sessions of recently active threads; an evicted one resumes from its log.
+        self._sessions: LRUCache[SessionKey, _Session] = LRUCache(maxsize=_MAX_SESSIONS)
         self._guard = threading.Lock()
 
     @property
@@ -235,8 +250,14 @@ class ClaudeResponder:
 
     def respond(self, turn: Turn, context: BuiltContext) -> Answer:
         session = self._session(turn)
-        with session.lock:
-            return self._respond(session, turn, context)
+        # One deadline for the whole turn, every request and tool round included: a hung or
+        # slow model ends in an honest failure reply instead of holding a worker.
+        token = _DEADLINE.set(time.monotonic() + self.settings.deadline_seconds)
+        try:
+            with session.lock:
+                return self._respond(session, turn, context)
+        finally:
+            _DEADLINE.reset(token)
 
     def _respond(self, session: _Session, turn: Turn, context: BuiltContext) -> Answer:
         fitted = self._load_recipe(session, turn)
@@ -397,7 +418,16 @@ class ClaudeResponder:
     def _create(self, request: dict[str, Any]) -> anthropic.types.Message:
         # Plain dicts are what is logged and replayed; the SDK's TypedDicts describe the same.
         create: Callable[..., anthropic.types.Message] = self.client.messages.create
-        return create(**request)
+        deadline = _DEADLINE.get()
+        if deadline is None:
+            return create(**request)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ClaudeDeadline(self.settings.deadline_seconds)
+        try:
+            return create(**request, timeout=left)
+        except anthropic.APITimeoutError as error:
+            raise ClaudeDeadline(self.settings.deadline_seconds) from error
 
     # -- the parts of a user message ------------------------------------------------------
 

@@ -75,6 +75,7 @@ class OfflineBot:
         session_settings: SessionSettings | None = None,
         recipe: RecipeRunner | None = None,
         history_per_channel: int = 5_000,
+        claude_latency_ms: int = 0,
     ) -> None:
         """``claude=True`` answers with a real Claude session against the fake Anthropic API
         (the ``cassette``'s responses, then the offline model); sessions live in ``data_dir``."""
@@ -103,7 +104,9 @@ class OfflineBot:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.data_dir = data_dir
         if claude and responder is None:
-            self.anthropic = FakeAnthropicAPI(cassette=cassette, clock=self.clock)
+            self.anthropic = FakeAnthropicAPI(
+                cassette=cassette, clock=self.clock, latency_ms=claude_latency_ms
+            )
             if data_dir is None:
                 self._tmp = tempfile.TemporaryDirectory(prefix="chanctx-replay-")
                 self.data_dir = Path(self._tmp.name)

@@ -1,4 +1,5 @@
-"""`chanctx run --http` as a real process against in-test fakes, for process-level tests."""
+"""`chanctx run --http` as a real process against loopback fakes: for process-level tests and
+benchmarks."""
 
 from __future__ import annotations
 
