@@ -31,21 +31,23 @@ def test_a_parametrization_with_zero_cases_fails_the_run(pytester: pytest.Pytest
     result.stdout.fnmatch_lines(["*Empty parameter set*test_each_sample*"])
 
 
+def _files_matching(pattern: str) -> list[str]:
+    found = re.compile(pattern)
+    return [
+        p.name for p in (ROOT / "tests").glob("*.py")
+        if p.name != Path(__file__).name and found.search(p.read_text())
+    ]  # fmt: skip
+
+
 def test_no_test_reads_outside_the_project() -> None:
     """The suite must pass in a clone with nothing beside it: no path climbs out of the repo."""
-    outside = re.compile(r"parents\[2\]|\.\./shared|\"shared\"|'shared'")
-    offenders = [
-        p.name for p in (ROOT / "tests").glob("*.py") if p.name != Path(__file__).name
-        and outside.search(p.read_text())
-    ]  # fmt: skip
+    offenders = _files_matching(r"parents\[2\]|\.\./shared|\"shared\"|'shared'")
     assert not offenders, f"tests reading outside the project: {offenders}"
 
 
 def test_nothing_is_skipped() -> None:
     """Missing things are installed or started by the suite, never a reason to skip."""
-    skipping = re.compile(r"pytest\.skip\(|mark\.skipif|mark\.skip\b|importorskip|mark\.xfail")
-    offenders = [
-        p.name for p in (ROOT / "tests").glob("*.py") if p.name != Path(__file__).name
-        and skipping.search(p.read_text())
-    ]  # fmt: skip
+    offenders = _files_matching(
+        r"pytest\.skip\(|mark\.skipif|mark\.skip\b|importorskip|mark\.xfail"
+    )
     assert not offenders, f"tests that skip: {offenders}"
