@@ -63,6 +63,7 @@ class Runtime:
     membership: MembershipChecker = field(init=False)
     poster: Poster = field(init=False)
     _seen_events: TTLCache[str, bool] = field(init=False)
+    _in_flight: set[str] = field(init=False)  # turn ids handed to the runner, not yet finished
 
     def __post_init__(self) -> None:
         self.runner = AnswerRunner(
@@ -74,6 +75,7 @@ class Runtime:
             self.client, bot_id=me.bot_id, bot_user=me.user_id, backoff=self.post_backoff
         )
         self._seen_events = TTLCache(maxsize=20_000, ttl=_DEDUP_SECONDS)
+        self._in_flight = set()
 
     # -- on the dispatch path (before the ack) ---------------------------------------------
 
@@ -97,6 +99,17 @@ class Runtime:
         if not self.turns.enqueue(turn_id(turn), asdict(turn), event_id):
             logger.debug("already answering %s", turn_id(turn))
             return False
+        self._submit(turn)
+        return True
+
+    def _submit(self, turn: Turn) -> bool:
+        """Hand a turn to the runner unless this process already did (recovery and a live
+        delivery of the same question can meet right after a start)."""
+        key = turn_id(turn)
+        with self.lock:
+            if key in self._in_flight:
+                return False
+            self._in_flight.add(key)
         self.runner.submit(turn)
         return True
 
@@ -106,16 +119,18 @@ class Runtime:
         """Finish what a previous run left: post unconfirmed answers, answer queued questions.
         Returns how many turns were picked up."""
         picked = 0
-        for entry in self.turns.outbox():
+        # Both lists are taken first: turns queued while the outbox is being posted are the
+        # live path's, not recovery's.
+        outbox, pending = self.turns.outbox(), self.turns.pending()
+        for entry in outbox:
             turn = Turn(**entry.payload)
             try:
                 self._deliver(turn, list(entry.parts), dict(entry.posted), check_thread=True)
             except SlackApiError as error:
                 logger.warning("could not post a recovered answer: %s", error)
             picked += 1
-        for pending in self.turns.pending():
-            self.runner.submit(Turn(**pending.payload))
-            picked += 1
+        for waiting in pending:
+            picked += self._submit(Turn(**waiting.payload))
         if picked:
             logger.info("recovered %d unfinished turns", picked)
         return picked
@@ -164,6 +179,8 @@ class Runtime:
             )
         finally:
             self._show_working(turn, on=False)
+            with self.lock:
+                self._in_flight.discard(key)
         return result
 
     def _deliver(

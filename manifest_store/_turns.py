@@ -93,6 +93,7 @@ class TurnJournal:
             if self.path.exists():
                 self._load(self.path)
             self._handle = self.path.open("a", encoding="utf-8")
+            _end_torn_line(self._handle, self.path)
 
     # -- the dispatch path ---------------------------------------------------------------
 
@@ -251,6 +252,21 @@ class TurnJournal:
             turn.payload, turn.parts, turn.posted = {}, None, {}
         else:
             raise KeyError(op)
+
+
+def _end_torn_line(handle: TextIO, path: Path) -> None:
+    """A crash mid-write leaves a last line without its newline; the next entry must not be
+    glued to it (it would be lost with it), so the torn line is closed first and stays skipped."""
+    with path.open("rb") as raw:
+        raw.seek(0, os.SEEK_END)
+        if raw.tell() == 0:
+            return
+        raw.seek(-1, os.SEEK_END)
+        if raw.read(1) == b"\n":
+            return
+    handle.write("\n")
+    handle.flush()
+    os.fsync(handle.fileno())
 
 
 def _entries_of(turn: PendingTurn) -> list[dict[str, Any]]:

@@ -382,7 +382,7 @@ def test_intake_is_not_blocked_while_an_answer_waits_on_slack() -> None:
                 envelope(message(ts(second), f"meanwhile {second}", user="U2")), wait=False
             )
         assert bot.engine.history.get(CHANNEL, ts(15)) is not None
-        assert bot.runtime.runner.results == []  # ... and the answer had not finished yet
+        assert not bot.runtime.runner.results  # ... and the answer had not finished yet
         bot.runtime.runner.drain(30)
         (result,) = bot.runtime.runner.results
         assert result.context is not None and result.context.thread is not None

@@ -82,7 +82,7 @@ def test_a_stale_timestamp_is_rejected(served: tuple[OfflineBot, BackgroundServe
     body = json.dumps(mention_pair(ts(10), "status?")[1])
     assert post(server.url, body, timestamp=int(time.time()) - 10 * 60) == 401
     bot.runtime.runner.drain(10)
-    assert bot.runtime.runner.results == []
+    assert not bot.runtime.runner.results
 
 
 def test_url_verification_challenge(served: tuple[OfflineBot, BackgroundServer]) -> None:

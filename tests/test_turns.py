@@ -148,6 +148,20 @@ def test_a_damaged_journal_line_is_skipped_with_one_warning(
     again.close()
 
 
+def test_an_entry_written_after_a_torn_line_is_not_lost(tmp_path: Path) -> None:
+    journal = TurnJournal(tmp_path)
+    journal.enqueue("C:1", {"n": 1}, "Ev1")
+    journal.close()
+    with (tmp_path / "turns.jsonl").open("a") as file:
+        file.write('{"op": "queued", "turn": "C:2", "pay')  # killed mid-write
+    again = TurnJournal(tmp_path)  # the restart...
+    again.enqueue("C:3", {"n": 3}, "Ev3")  # ...queues the next question
+    again.close()
+    third = TurnJournal(tmp_path)  # and the one after that still knows it
+    assert [t.turn_id for t in third.pending()] == ["C:1", "C:3"]
+    third.close()
+
+
 ops = st.lists(
     st.tuples(st.sampled_from(["enqueue", "reply", "post", "finish"]), st.integers(0, 5)),
     max_size=60,
@@ -232,3 +246,24 @@ def test_per_thread_state_does_not_grow_with_the_number_of_threads(tmp_path: Pat
     runner.drain(30)
     assert runner._thread_locks == {} and len(runner.results) == 50
     runner.close()
+
+
+def test_recovery_never_answers_again_what_the_live_path_is_answering(tmp_path: Path) -> None:
+    import threading
+
+    release = threading.Event()
+
+    class Slow(Answers):
+        def respond(self, turn: Turn, context: BuiltContext) -> Answer:
+            release.wait(10)
+            return super().respond(turn, context)
+
+    slow = Slow()
+    with new_bot(tmp_path, slow) as bot:
+        for envelope in mention_pair(ts(10), "what broke?"):
+            bot.dispatch(envelope, wait=False)  # queued, and being answered
+        assert [t.turn_id for t in bot.runtime.turns.pending()] == [f"{CHANNEL}:{ts(10)}"]
+        assert bot.runtime.recover() == 0  # a start-up recovery racing the live answer
+        release.set()
+        bot.runtime.runner.drain(10)
+        assert slow.calls == 1 and len(answers_in(bot)) == 1

@@ -36,6 +36,12 @@ class AssistantThreads(AssistantThreadContextStore):
         self._lines = 0
         if path is not None and path.exists():
             self._load(path)
+            with path.open("rb+") as raw:  # a torn last line must not swallow the next entry
+                raw.seek(0, os.SEEK_END)
+                if raw.tell():
+                    raw.seek(-1, os.SEEK_END)
+                    if raw.read(1) != b"\n":
+                        raw.write(b"\n")
 
     # -- Bolt's store interface -----------------------------------------------------------
 
