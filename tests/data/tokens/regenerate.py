@@ -280,7 +280,7 @@ def main() -> None:
 
     # ctok counts one whole user message; its frame costs 7 tokens (v3) and 6 (v4.8), the
     # constant difference to content-only counts measured on all 888 texts of an independent
-    # reference set (shared/benchdata/tokens). The empty string is no guide: it costs 8 in v3.
+    # reference set (the steering repository's token benchmark set). The empty string is no guide: it costs 8 in v3.
     frame = {"claude_v3": 7, "claude_v4_8": 6}
     with OUT.open("w", encoding="utf-8") as out:
         for category, text in texts():
