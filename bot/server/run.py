@@ -3,6 +3,7 @@ SIGTERM), or on a background thread for tests and benchmarks."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import threading
 import time
@@ -38,7 +39,13 @@ def server_config(app: Starlette, host: str, port: int) -> uvicorn.Config:
 
 
 def run_server(app: Starlette, host: str, port: int) -> None:
-    """Serve until SIGTERM / SIGINT; uvicorn stops accepting and finishes in-flight requests."""
+    """Serve until SIGTERM / SIGINT; uvicorn stops accepting and finishes in-flight requests.
+
+    uvicorn hands the signal back to the handler it found once it has stopped; a quiet one here
+    lets the caller finish (leave in-flight answers to the journal) and exit with status 0."""
+    if threading.current_thread() is threading.main_thread():
+        for caught in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(caught, lambda number, frame: None)
     uvicorn.Server(server_config(app, host, port)).run()
 
 
