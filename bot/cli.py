@@ -15,7 +15,14 @@ from importlib import metadata, resources
 from pathlib import Path
 
 from chanctx.bot.logs import configure_logging
-from chanctx.bot.options import Command, Options, add_options, resolve_options, session_settings
+from chanctx.bot.options import (
+    Command,
+    Options,
+    add_options,
+    context_settings,
+    resolve_options,
+    session_settings,
+)
 from chanctx.context import ChanctxError
 
 __all__ = ["main", "parser"]
@@ -100,7 +107,6 @@ def demo_fixture() -> Path:
 
 def _replay(args: argparse.Namespace, options: Options) -> int:
     from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
-    from chanctx.bot.engine import ContextSettings
     from chanctx.bot.replay.fixture import load_fixture
     from chanctx.bot.replay.runner import ReplayOptions, replay
     from chanctx.bot.replay.transcript import render_transcript
@@ -113,11 +119,7 @@ def _replay(args: argparse.Namespace, options: Options) -> int:
     report = replay(
         fixture,
         options=ReplayOptions(
-            settings=ContextSettings(
-                thread_budget=options.thread_budget,
-                snapshot_budget=options.snapshot_budget,
-                window=options.window,
-            ),
+            settings=context_settings(options),
             model=options.model,
             overflow=options.overflow,
             claude=options.claude,

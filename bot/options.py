@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
     from chanctx.bot.claude.session import SessionSettings
+    from chanctx.bot.engine import ContextSettings
 
 __all__ = [
     "SETTINGS",
@@ -27,6 +28,7 @@ __all__ = [
     "Setting",
     "SettingsError",
     "add_options",
+    "context_settings",
     "resolve_options",
     "session_settings",
 ]
@@ -304,6 +306,17 @@ def resolve_options(args: argparse.Namespace, env: Mapping[str, str], command: C
                 + (f" (flag {setting.flag})" if source == setting.env else f" (env {setting.env})")
             ) from None
     return Options(**values)
+
+
+def context_settings(options: Options) -> ContextSettings:
+    """The context engine's budgets and window, as the options name them."""
+    from chanctx.bot.engine import ContextSettings
+
+    return ContextSettings(
+        thread_budget=options.thread_budget,
+        snapshot_budget=options.snapshot_budget,
+        window=options.window,
+    )
 
 
 def session_settings(options: Options) -> SessionSettings:

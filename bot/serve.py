@@ -13,8 +13,8 @@ import anthropic
 from chanctx.bot.claude.answers import NullResponder, Responder
 from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
 from chanctx.bot.claude.session import ClaudeResponder
-from chanctx.bot.engine import ContextEngine, ContextSettings
-from chanctx.bot.options import Options, SettingsError, session_settings
+from chanctx.bot.engine import ContextEngine
+from chanctx.bot.options import Options, SettingsError, context_settings, session_settings
 from chanctx.bot.runtime import Runtime
 from chanctx.bot.server import build_asgi_app, run_server
 from chanctx.bot.settings import RunSettings
@@ -61,11 +61,7 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
     )
     engine = ContextEngine(
         me=me,
-        settings=ContextSettings(
-            thread_budget=options.thread_budget,
-            snapshot_budget=options.snapshot_budget,
-            window=options.window,
-        ),
+        settings=context_settings(options),
         counter=default_counter(options.model),
         slack=fetcher,
         history=IndexedHistory(max_messages_per_channel=options.history_per_channel),
