@@ -20,4 +20,8 @@ def test_python_examples_run(capsys: object) -> None:
     examples = [body for lang, body in BLOCKS if lang == "python"]
     assert examples
     for example in examples:
+        # Users import the installed namespace; the checkout's folders are not top-level names.
+        assert not re.search(
+            r"^(from|import) (bot|context|tools|cache|manifest_store)\b", example, re.M
+        )
         exec(compile(example, "README.md", "exec"), {})
