@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,23 @@ def free_port() -> int:
 
 
 class BotProcess:
-    """One `chanctx run --http` subprocess; ``kill()`` is kill -9, ``start()`` a restart."""
+    """One `chanctx run --http` subprocess; ``kill()`` is kill -9, ``start()`` a restart.
 
-    def __init__(self, data_dir: Path, slack_url: str, anthropic_url: str) -> None:
+    ``socket_mode=True`` runs `chanctx run` in Socket Mode instead (an app-level token, no
+    port): the fake Slack must serve Socket Mode, and ``start`` waits for ``connected()``."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        slack_url: str,
+        anthropic_url: str,
+        *,
+        socket_mode: bool = False,
+        connected: Callable[[], bool] | None = None,
+    ) -> None:
         self.data_dir = data_dir
+        self.socket_mode = socket_mode
+        self.connected = connected
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/slack/events"
         self.env = {
@@ -44,20 +58,28 @@ class BotProcess:
             "CHANCTX_DATA_DIR": str(data_dir),
             "CHANCTX_LOG_LEVEL": "warning",
         }
+        if socket_mode:
+            self.env["SLACK_APP_TOKEN"] = "xapp-process-test"
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
     def start(self, timeout: float = 30) -> None:
         self.starts += 1
         log = (self.data_dir.parent / f"bot-{self.starts}.log").open("wb")
-        command = [sys.executable, "-m", "chanctx.bot.cli", "run", "--http",
-                   "--host", "127.0.0.1", "--port", str(self.port)]  # fmt: skip
+        command = [sys.executable, "-m", "chanctx.bot.cli", "run"]
+        if not self.socket_mode:
+            command += ["--http", "--host", "127.0.0.1", "--port", str(self.port)]
         self.process = subprocess.Popen(command, env=self.env, stdout=log, stderr=log)
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the bot exited: {self.log_tail()}")
+            if self.connected is not None:
+                if self.connected():
+                    return
+                time.sleep(0.05)
+                continue
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
                     return

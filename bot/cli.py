@@ -127,6 +127,7 @@ def _replay(args: argparse.Namespace, options: Options) -> int:
             data_dir=options.data_dir,
             recipe=RecipeRunner(load_recipe(home), home=home, cwd=Path.cwd()),
             history_per_channel=options.history_per_channel,
+            history_mb=options.history_mb,
         ),
     )
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else render_transcript(report))

@@ -56,6 +56,7 @@ class Options(BaseModel):
     compaction: Literal["trim", "summarize", "off"] = "trim"
     compaction_threshold: float = 0.8
     history_per_channel: int = 5_000
+    history_mb: int = 256
     attach_media: bool = False
     overflow: Literal["queue", "degrade"] = "queue"
     log_format: Literal["text", "json"] = "text"
@@ -199,6 +200,12 @@ SETTINGS: tuple[Setting, ...] = (
         "history_per_channel", "--history-per-channel", "CHANCTX_HISTORY_PER_CHANNEL",
         _positive_int, "a positive whole number of messages",
         "messages kept per channel: the window channel_context searches",
+    ),
+    Setting(
+        "history_mb", "--history-mb", "CHANCTX_HISTORY_MB",
+        _positive_int, "a positive whole number of MiB",
+        "memory all channels' history may hold; the least recently used channel's oldest "
+        "messages go first",
     ),
     Setting(
         "attach_media", "--attach-media", "CHANCTX_ATTACH_MEDIA", _switch, "1 or 0",

@@ -96,7 +96,14 @@ class Runtime:
     def trigger(self, turn: Turn, event_id: str | None = None) -> bool:
         """Queue an answer durably unless this question is known (message + app_mention, or a
         retry after a restart); the journal line is fsynced before this returns."""
-        if not self.turns.enqueue(turn_id(turn), asdict(turn), event_id):
+        try:
+            queued = self.turns.enqueue(turn_id(turn), asdict(turn), event_id)
+        except OSError:
+            # Not stored, so not acknowledged: Slack's retry of this event must get through.
+            with self.lock:
+                self._seen_events.pop(event_id, None)
+            raise
+        if not queued:
             logger.debug("already answering %s", turn_id(turn))
             return False
         self._submit(turn)

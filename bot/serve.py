@@ -64,7 +64,10 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
         settings=context_settings(options),
         counter=default_counter(options.model),
         slack=fetcher,
-        history=IndexedHistory(max_messages_per_channel=options.history_per_channel),
+        history=IndexedHistory(
+            max_messages_per_channel=options.history_per_channel,
+            max_bytes=options.history_mb * 2**20,
+        ),
     )
     responder: Responder = NullResponder()
     if settings is not None and settings.anthropic_api_key:
@@ -126,9 +129,9 @@ def serve(
             )
             run_server(asgi, settings.host, settings.port)  # returns after SIGTERM / SIGINT
         else:
-            from slack_bolt.adapter.socket_mode import SocketModeHandler
+            from chanctx.bot.slack.socket_mode import GuardedSocketModeHandler
 
-            SocketModeHandler(app, settings.app_token).start()  # type: ignore[no-untyped-call]
+            GuardedSocketModeHandler(app, settings.app_token).start()  # type: ignore[no-untyped-call]
     finally:
         if not stop_answering(runtime):
             # Answers still running hold non-daemon threads Python would wait for; their

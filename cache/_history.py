@@ -17,6 +17,7 @@ count right both for live events and for a backfill of replies the snapshot alre
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -30,6 +31,23 @@ from chanctx.context._time import validate_ts
 __all__ = ["ChannelHistory", "ts_key"]
 
 _SCALE = 10**9  # a Slack ts has at most 9 fractional digits (validate_ts)
+# What one stored message costs beyond its text, measured with tracemalloc on a running bot
+# (the model, its field strings, the key and the dict slot): about 700 bytes. A file
+# reference or a reaction adds a model of its own.
+_MESSAGE_OVERHEAD = 700
+_PART_OVERHEAD = 300
+
+
+def message_bytes(msg: Message) -> int:
+    """About how many bytes ``msg`` holds in memory: what the byte bound counts."""
+    size = _MESSAGE_OVERHEAD + sys.getsizeof(msg.text)
+    for ref in msg.files:
+        size += _PART_OVERHEAD + sum(
+            len(part or "") for part in (ref.filename, ref.title, ref.download_url)
+        )
+    for reaction in msg.reactions:
+        size += _PART_OVERHEAD + 16 * len(reaction.users)
+    return size + 16 * len(msg.reply_users)
 
 
 def ts_key(ts: str) -> int:
@@ -188,6 +206,19 @@ class _Channel:
     head: int = 0
     # root key -> sorted keys of the known replies of that thread (the root may be unknown)
     threads: dict[int, list[int]] = field(default_factory=dict)
+    bytes: int = 0  # message_bytes of everything in ``messages``: every write goes via put/take
+
+    def put(self, key: int, msg: Message) -> None:
+        old = self.messages.get(key)
+        if old is not None:
+            self.bytes -= message_bytes(old)
+        self.messages[key] = msg
+        self.bytes += message_bytes(msg)
+
+    def take(self, key: int) -> Message:
+        gone = self.messages.pop(key)
+        self.bytes -= message_bytes(gone)
+        return gone
 
     def insert_key(self, key: int) -> None:
         keys = self.keys
@@ -208,7 +239,7 @@ class _Channel:
         key = self.keys[self.head]
         self.head += 1
         self._compact()
-        gone = self.messages.pop(key)
+        gone = self.take(key)
         if gone.is_reply:
             self._unlink_reply(gone, key)
         return gone
@@ -240,10 +271,10 @@ class _Channel:
         remaining = [self.messages[k] for k in siblings]
         updated = without_reply(root, reply, remaining)
         if updated.deleted and updated.reply_count == 0 and not remaining:
-            del self.messages[root_key]  # a tombstone with no thread left: Slack drops it too
+            self.take(root_key)  # a tombstone with no thread left: Slack drops it too
             self.remove_key(root_key)
         else:
-            self.messages[root_key] = updated
+            self.put(root_key, updated)
 
     def _compact(self) -> None:
         if self.head == len(self.keys):
@@ -257,18 +288,29 @@ class _Channel:
 class ChannelHistory:
     """Write-through per-channel store of every message seen: top-level messages and replies.
 
-    Bounded two ways: at most ``max_messages_per_channel`` per channel (the oldest by ts is
-    evicted; eviction is not deletion, so it leaves the root's ``reply_count`` alone) and at most
-    ``max_channels`` channels (the least recently used goes; every call naming a channel uses it).
+    Bounded three ways: at most ``max_messages_per_channel`` per channel (the oldest by ts is
+    evicted; eviction is not deletion, so it leaves the root's ``reply_count`` alone), at most
+    ``max_channels`` channels (the least recently used goes; every call naming a channel uses
+    it), and at most ``max_bytes`` in all (:func:`message_bytes`; the oldest messages of the
+    least recently used channel go first, so a few huge messages cannot hold the memory of a
+    whole workspace). The message just written is never evicted by the byte bound.
     Not thread-safe: feed it from one event loop or behind a lock.
     """
 
-    def __init__(self, *, max_messages_per_channel: int = 5000, max_channels: int = 200) -> None:
+    def __init__(
+        self,
+        *,
+        max_messages_per_channel: int = 5000,
+        max_channels: int = 200,
+        max_bytes: int = 256 * 2**20,
+    ) -> None:
         self._max_messages = check_positive_int(
             "max_messages_per_channel", max_messages_per_channel
         )
         self._max_channels = check_positive_int("max_channels", max_channels)
+        self._max_bytes = check_positive_int("max_bytes", max_bytes)
         self._channels: OrderedDict[str, _Channel] = OrderedDict()
+        self._bytes = 0
 
     @property
     def max_messages_per_channel(self) -> int:
@@ -278,12 +320,22 @@ class ChannelHistory:
     def max_channels(self) -> int:
         return self._max_channels
 
+    @property
+    def max_bytes(self) -> int:
+        return self._max_bytes
+
+    @property
+    def bytes(self) -> int:
+        """What every stored message holds, by :func:`message_bytes`."""
+        return self._bytes
+
     # -- writes -----------------------------------------------------------------------------
 
     def record(self, msg: Message) -> None:
         """Insert ``msg``, or replace the stored message with the same (channel, ts). Idempotent."""
         ch = self._channel(msg.channel, create=True)
         assert ch is not None
+        before = ch.bytes
         key = raw_ts_key(msg.ts)
         old = ch.messages.get(key)
         if old is None:
@@ -297,15 +349,16 @@ class ChannelHistory:
             root_key = raw_ts_key(msg.thread_ts)
             siblings = ch.threads.setdefault(root_key, [])
             is_new = _insort_unique(siblings, key)
-            ch.messages[key] = msg
+            ch.put(key, msg)
             if is_new:
                 root = ch.messages.get(root_key)
                 if root is not None and not root.is_reply:
-                    ch.messages[root_key] = with_new_reply(root, msg, len(siblings))
+                    ch.put(root_key, with_new_reply(root, msg, len(siblings)))
         else:
-            ch.messages[key] = merge_root(msg, old, ch.known_replies(key))
+            ch.put(key, merge_root(msg, old, ch.known_replies(key)))
         while len(ch.messages) > self._max_messages:
             ch.pop_oldest()
+        self._grew(ch, before, keep=key)
 
     def apply_edit(
         self,
@@ -327,7 +380,9 @@ class ChannelHistory:
         if msg.deleted:
             return msg
         updated = edited(msg, text, edited_ts, files)
-        ch.messages[key] = updated
+        before = ch.bytes
+        ch.put(key, updated)
+        self._grew(ch, before, keep=key)
         return updated
 
     def delete(self, channel: str, ts: str) -> Message | None:
@@ -340,15 +395,17 @@ class ChannelHistory:
         ch, key, msg = self._lookup(channel, ts)
         if ch is None or msg is None or msg.deleted:
             return None
+        before = ch.bytes
         if msg.is_reply:
-            del ch.messages[key]
+            ch.take(key)
             ch.remove_key(key)
             ch.detach_reply(msg, key)
         elif msg.reply_count > 0 or key in ch.threads:
-            ch.messages[key] = tombstone(msg)
+            ch.put(key, tombstone(msg))
         else:
-            del ch.messages[key]
+            ch.take(key)
             ch.remove_key(key)
+        self._bytes += ch.bytes - before
         return msg
 
     def add_reaction(self, channel: str, ts: str, name: str, user: str) -> Message | None:
@@ -370,7 +427,9 @@ class ChannelHistory:
         else:
             reactions.append(Reaction(name=name, count=1, users=(user,)))
         updated = msg.model_copy(update={"reactions": tuple(reactions)})
-        ch.messages[key] = updated
+        before = ch.bytes
+        ch.put(key, updated)
+        self._grew(ch, before, keep=key)
         return updated
 
     def remove_reaction(self, channel: str, ts: str, name: str, user: str) -> Message | None:
@@ -399,7 +458,9 @@ class ChannelHistory:
                     update={"count": reaction.count - 1, "users": users}
                 )
             updated = msg.model_copy(update={"reactions": tuple(reactions)})
-            ch.messages[key] = updated
+            before = ch.bytes
+            ch.put(key, updated)
+            self._bytes += ch.bytes - before
             return updated
         return msg
 
@@ -485,8 +546,34 @@ class ChannelHistory:
             return None
         ch = self._channels[channel] = _Channel()
         while len(self._channels) > self._max_channels:
-            self._channels.popitem(last=False)
+            self._bytes -= self._channels.popitem(last=False)[1].bytes
         return ch
+
+    def _grew(self, ch: _Channel, before: int, *, keep: int) -> None:
+        """Count a write to ``ch`` (the most recently used channel); then, over the byte
+        bound, evict the oldest messages of the least recently used channels (``ch`` last,
+        and never its message ``keep``)."""
+        self._bytes += ch.bytes - before
+        touched: list[str] = []
+        while self._bytes > self._max_bytes:
+            name, oldest = next(iter(self._channels.items()))
+            if oldest is ch and len(ch.messages) <= 1:
+                break  # only what was just written is left: it stays, over the bound or not
+            if oldest.messages:
+                size = oldest.bytes
+                oldest.pop_oldest()
+                self._bytes -= size - oldest.bytes
+            if name not in touched:
+                touched.append(name)
+            if not oldest.messages:  # emptied (or already empty after deletes): let it go
+                del self._channels[name]
+        for name in touched:
+            if self._channels.get(name) is not ch:
+                self._evicted(name)
+
+    def _evicted(self, channel: str) -> None:
+        """Messages of ``channel`` (not the one being written) were evicted by the byte bound,
+        or the whole channel was. A hook for subclasses that mirror the history."""
 
     def _lookup(self, channel: str, ts: str) -> tuple[_Channel | None, int, Message | None]:
         key = ts_key(ts)

@@ -21,10 +21,10 @@ import json
 import logging
 import os
 import threading
+import weakref
 from pathlib import Path
 from typing import BinaryIO
 
-from cachetools import LRUCache
 from chanctx.manifest_store._entries import Entry, parse_entry
 from chanctx.manifest_store._keys import SUFFIX, SessionKey
 from pydantic import ValidationError
@@ -189,8 +189,12 @@ class SessionStore:
 
     def __init__(self, data_dir: Path) -> None:
         self._dir = Path(data_dir) / "sessions"
-        # Recently used logs (a SessionLog holds no open file; it is cheap to make again).
-        self._logs: LRUCache[SessionKey, SessionLog] = LRUCache(maxsize=4_096)
+        # The log of every session somebody holds, shared so that all appends to one file
+        # take one lock; a log nobody holds is dropped (it has no open file: cheap to make
+        # again), so this never grows past the sessions in memory.
+        self._logs: weakref.WeakValueDictionary[SessionKey, SessionLog] = (
+            weakref.WeakValueDictionary()
+        )
         self._guard = threading.Lock()
 
     @property

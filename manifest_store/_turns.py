@@ -20,6 +20,7 @@ The file is rewritten (live entries only, via a temporary file and a rename) whe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -34,7 +35,9 @@ __all__ = ["OutboxEntry", "PendingTurn", "TurnJournal", "TurnStore"]
 
 logger = logging.getLogger("chanctx.turns")
 FILE_NAME = "turns.jsonl"
-_REMEMBER = 3_600.0  # Slack retries for minutes; an hour of done turns covers it with room
+# Slack retries a delivery immediately, after 1 minute and after 5 minutes; a quarter of an
+# hour of done turns covers that with room, and keeps memory flat under a steady load.
+_REMEMBER = 900.0
 
 
 @dataclass
@@ -45,7 +48,6 @@ class PendingTurn:
     event_ids: set[str] = field(default_factory=set)
     parts: list[str] | None = None  # the outbox: the answer's parts, once written
     posted: dict[int, str] = field(default_factory=dict)  # part index -> Slack ts
-    done_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,12 @@ class TurnJournal:
         self._remember = remember_seconds
         self._clock = clock
         self._lock = threading.Lock()
-        self._turns: dict[str, PendingTurn] = {}
-        self._events: dict[str, str] = {}  # event id -> turn id
+        self._turns: dict[str, PendingTurn] = {}  # turns not yet done
+        # A done turn is kept only to recognise Slack's retries: its id, when it was done, and
+        # the event ids that brought it (insertion order is done order, so expiry pops from
+        # the front). About 150 bytes a turn instead of a whole PendingTurn.
+        self._done: dict[str, tuple[float, tuple[str, ...]]] = {}
+        self._events: dict[str, str] = {}  # event id -> turn id (pending or done)
         self._lines = 0
         self._handle: TextIO | None = None
         if self.path is not None:
@@ -100,18 +106,22 @@ class TurnJournal:
     def enqueue(self, turn_id: str, payload: dict[str, Any], event_id: str | None) -> bool:
         """Queue a turn durably; False (and nothing written) if it is known already."""
         with self._lock:
-            known = turn_id in self._turns or (event_id is not None and event_id in self._events)
-            if known:
-                if event_id and turn_id in self._turns:
-                    self._events.setdefault(event_id, turn_id)
+            known = turn_id in self._turns or turn_id in self._done
+            if known or (event_id is not None and event_id in self._events):
+                pending = self._turns.get(turn_id)
+                if event_id and pending is not None and event_id not in self._events:
+                    pending.event_ids.add(event_id)  # expires with the turn, never alone
+                    self._events[event_id] = turn_id
                 return False
             now = self._clock()
+            # Durable first: if the disk refuses the line, nothing is remembered either, so
+            # Slack's retry of this event (we answer it 503) is queued like a new one.
+            self._write({"op": "queued", "turn": turn_id, "payload": payload, "event": event_id,
+                         "at": now})  # fmt: skip
             turn = PendingTurn(turn_id, dict(payload), now, {event_id} if event_id else set())
             self._turns[turn_id] = turn
             if event_id:
                 self._events[event_id] = turn_id
-            self._write({"op": "queued", "turn": turn_id, "payload": payload, "event": event_id,
-                         "at": now})  # fmt: skip
             return True
 
     def seen_event(self, event_id: str) -> bool:
@@ -139,13 +149,12 @@ class TurnJournal:
 
     def finish(self, turn_id: str) -> None:
         with self._lock:
-            turn = self._turns.get(turn_id)
-            if turn is None or turn.done_at is not None:
+            turn = self._turns.pop(turn_id, None)
+            if turn is None:
                 return
-            turn.done_at = self._clock()
-            self._write({"op": "done", "turn": turn_id, "at": turn.done_at})
-            # A done turn is kept only to recognise Slack's retries: its ids, not its content.
-            turn.payload, turn.parts, turn.posted = {}, None, {}
+            now = self._clock()
+            self._done[turn_id] = (now, tuple(sorted(turn.event_ids)))
+            self._write({"op": "done", "turn": turn_id, "at": now})
             self._forget_old()
 
     # -- recovery ---------------------------------------------------------------------------
@@ -153,13 +162,13 @@ class TurnJournal:
     def pending(self) -> list[PendingTurn]:
         """Turns queued and never answered, oldest first."""
         with self._lock:
-            waiting = [t for t in self._turns.values() if t.done_at is None and t.parts is None]
+            waiting = [t for t in self._turns.values() if t.parts is None]
         return sorted(waiting, key=lambda t: t.queued_at)
 
     def outbox(self) -> list[OutboxEntry]:
         """Answers written but not all confirmed posted, oldest first."""
         with self._lock:
-            open_ = [t for t in self._turns.values() if t.done_at is None and t.parts is not None]
+            open_ = [t for t in self._turns.values() if t.parts is not None]
             return [
                 OutboxEntry(t.turn_id, dict(t.payload), tuple(t.parts or ()), dict(t.posted))
                 for t in sorted(open_, key=lambda t: t.queued_at)
@@ -167,8 +176,18 @@ class TurnJournal:
 
     def is_done(self, turn_id: str) -> bool:
         with self._lock:
-            turn = self._turns.get(turn_id)
-            return turn is not None and turn.done_at is not None
+            return turn_id in self._done
+
+    def counts(self) -> dict[str, int]:
+        """How many turns the journal holds in memory, by state (for status and tests)."""
+        with self._lock:
+            answered = sum(1 for t in self._turns.values() if t.parts is not None)
+            return {
+                "pending": len(self._turns) - answered,
+                "outbox": answered,
+                "done": len(self._done),
+                "event_ids": len(self._events),
+            }
 
     def close(self) -> None:
         with self._lock:
@@ -181,22 +200,40 @@ class TurnJournal:
     def _write(self, entry: dict[str, Any]) -> None:
         # Caller holds the lock. One write of a whole line, then fsync: the line is durable
         # before the caller acknowledges, posts or moves on.
-        self._lines += 1
         if self._handle is None:
+            self._lines += 1
             return
-        self._handle.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        try:
+            self._handle.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+        except OSError:
+            self._reopen()  # a failed line must not sit in the buffer and land later
+            raise
+        self._lines += 1
+
+    def _reopen(self) -> None:
+        assert self.path is not None and self._handle is not None
+        with contextlib.suppress(OSError):
+            self._handle.close()  # the fd is closed even when the last flush fails
+        self._handle = self.path.open("a", encoding="utf-8")
 
     def _forget_old(self) -> None:
         """Drop done turns older than the retry window; rewrite the file when mostly stale."""
-        cutoff = self._clock() - self._remember
-        old = [k for k, t in self._turns.items() if t.done_at is not None and t.done_at < cutoff]
-        for turn_id in old:
-            for event_id in self._turns.pop(turn_id).event_ids:
-                self._events.pop(event_id, None)
-        if self._lines > 4 * max(len(self._turns), 64):
+        self._expire_done()
+        if self._lines > 4 * max(len(self._turns) + len(self._done), 64):
             self._rewrite()
+
+    def _expire_done(self) -> None:
+        cutoff = self._clock() - self._remember
+        expired: list[str] = []
+        for turn_id, (done_at, _) in self._done.items():  # oldest first
+            if done_at >= cutoff:
+                break
+            expired.append(turn_id)
+        for turn_id in expired:
+            for event_id in self._done.pop(turn_id)[1]:
+                self._events.pop(event_id, None)
 
     def _rewrite(self) -> None:
         if self.path is None or self._handle is None:
@@ -205,16 +242,30 @@ class TurnJournal:
         fresh = self.path.with_suffix(".tmp")
         lines = 0
         with fresh.open("w", encoding="utf-8") as out:
-            for turn in sorted(self._turns.values(), key=lambda t: t.queued_at):
-                for entry in _entries_of(turn):
-                    out.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
-                    lines += 1
+            entries = [
+                *self._done_entries(),
+                *(e for t in sorted(self._turns.values(), key=lambda t: t.queued_at)
+                  for e in _entries_of(t)),
+            ]  # fmt: skip
+            for entry in entries:
+                out.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+                lines += 1
             out.flush()
             os.fsync(out.fileno())
         self._handle.close()
         os.replace(fresh, self.path)
         self._handle = self.path.open("a", encoding="utf-8")
         self._lines = lines
+
+    def _done_entries(self) -> list[dict[str, Any]]:
+        """A done turn rewritten as what recognising a retry needs: its events, then done."""
+        entries: list[dict[str, Any]] = []
+        for turn_id, (done_at, event_ids) in self._done.items():
+            for event_id in event_ids or (None,):
+                entries.append({"op": "queued", "turn": turn_id, "payload": {}, "event": event_id,
+                                "at": done_at})  # fmt: skip
+            entries.append({"op": "done", "turn": turn_id, "at": done_at})
+        return entries
 
     def _load(self, path: Path) -> None:
         with path.open("rb") as raw:
@@ -224,10 +275,8 @@ class TurnJournal:
                     self._apply(json.loads(line))
                 except (ValueError, KeyError, TypeError, AttributeError):
                     logger.warning("%s:%d: skipped an unreadable line", path, number)
-        cutoff = self._clock() - self._remember
-        for turn_id in [k for k, t in self._turns.items() if t.done_at and t.done_at < cutoff]:
-            for event_id in self._turns.pop(turn_id).event_ids:
-                self._events.pop(event_id, None)
+        self._done = dict(sorted(self._done.items(), key=lambda item: item[1][0]))
+        self._expire_done()
 
     def _apply(self, entry: dict[str, Any]) -> None:
         op, turn_id = entry["op"], str(entry["turn"])
@@ -235,6 +284,8 @@ class TurnJournal:
             payload = entry["payload"]
             if not isinstance(payload, dict):
                 raise TypeError("payload")
+            if turn_id in self._done:
+                return  # a rewrite never writes this; an old file might
             turn = self._turns.setdefault(
                 turn_id, PendingTurn(turn_id, payload, float(entry["at"]))
             )
@@ -242,14 +293,19 @@ class TurnJournal:
                 turn.event_ids.add(str(entry["event"]))
                 self._events[str(entry["event"])] = turn_id
             return
+        if op == "done":
+            if turn_id in self._done:
+                return
+            done = self._turns.pop(turn_id)  # unknown turn: its queued line was lost
+            self._done[turn_id] = (float(entry["at"]), tuple(sorted(done.event_ids)))
+            return
+        if turn_id in self._done:
+            return  # a late fact about a turn already done (a rewrite keeps no such line)
         turn = self._turns[turn_id]  # a fact about an unknown turn: its queued line was lost
         if op == "reply":
             turn.parts = [str(p) for p in entry["parts"]]
         elif op == "posted":
             turn.posted[int(entry["part"])] = str(entry["ts"])
-        elif op == "done":
-            turn.done_at = float(entry["at"])
-            turn.payload, turn.parts, turn.posted = {}, None, {}
         else:
             raise KeyError(op)
 
@@ -282,6 +338,4 @@ def _entries_of(turn: PendingTurn) -> list[dict[str, Any]]:
         {"op": "posted", "turn": turn.turn_id, "part": part, "ts": ts}
         for part, ts in sorted(turn.posted.items())
     ]
-    if turn.done_at is not None:
-        entries.append({"op": "done", "turn": turn.turn_id, "at": turn.done_at})
     return entries

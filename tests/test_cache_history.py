@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from chanctx.cache import ChannelHistory, ts_key
+from chanctx.cache._history import message_bytes
 from chanctx.context import FileRef, InvalidTimestamp, Message, Reaction
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -531,3 +532,90 @@ def test_messages_lists_top_level_and_replies_in_order_without_tombstones() -> N
     history.delete("C1", "100.000001")  # the root has a reply: it becomes a tombstone
     assert [m.text for m in history.messages("C1")] == ["before", "reply"]
     assert history.messages("C9") == []
+
+
+# -- the byte bound -------------------------------------------------------------------------------
+
+MB = 2**20
+
+
+def test_two_hundred_one_megabyte_messages_hold_the_byte_bound_not_200_mb() -> None:
+    h = ChannelHistory(max_bytes=32 * MB)
+    for n in range(200):
+        h.record(top(n, "x" * MB))
+    assert h.bytes <= 32 * MB
+    kept = h.timeline("C1")
+    assert len(kept) == 31 and kept[-1].ts == ts(199)  # the newest stay, the oldest went
+    assert h.bytes == sum(message_bytes(m) for m in kept)
+
+
+def test_the_byte_bound_takes_from_the_least_recently_used_channel_first() -> None:
+    h = ChannelHistory(max_bytes=5 * MB)
+    for n in range(3):
+        h.record(top(n, "q" * MB, channel="Cquiet"))
+    for n in range(3):
+        h.record(top(n, "b" * MB, channel="Cbusy"))
+    assert h.count("Cbusy") == 3 and h.count("Cquiet") == 1  # the quiet channel paid
+    assert h.get("Cquiet", ts(2)) is not None  # its newest is what it kept
+    for n in range(3, 6):
+        h.record(top(n, "b" * MB, channel="Cbusy"))
+    assert h.channels() == ["Cbusy"] and h.count("Cbusy") == 4
+
+
+def test_one_message_over_the_whole_bound_is_kept_alone() -> None:
+    h = ChannelHistory(max_bytes=MB)
+    h.record(top(0, "small"))
+    h.record(top(1, "x" * 2 * MB))
+    assert tss(h.timeline("C1")) == [ts(1)]
+
+
+@st.composite
+def byte_scenarios(draw: st.DrawFn) -> list[tuple[str, Message]]:
+    ops: list[tuple[str, Message]] = []
+    for _ in range(draw(st.integers(0, 60))):
+        channel = draw(st.sampled_from(["C1", "C2", "C3"]))
+        at = draw(st.integers(0, 30))
+        root = draw(st.one_of(st.none(), st.integers(0, 30)))
+        kind = draw(st.sampled_from(["record", "record", "delete", "edit", "react", "unreact"]))
+        text = "t" * draw(st.integers(0, 3_000))
+        if root is not None and root < at:
+            msg = reply(at, root, text or "r", channel=channel)
+        else:
+            msg = top(at, text or "m", channel=channel)
+        ops.append((kind, msg))
+    return ops
+
+
+@settings(max_examples=200, deadline=None)
+@given(byte_scenarios(), st.sampled_from([2_000, 6_000, 20_000]))
+def test_the_byte_count_is_exact_and_the_bound_holds_after_every_write(
+    ops: list[tuple[str, Message]], max_bytes: int
+) -> None:
+    h = ChannelHistory(max_bytes=max_bytes)
+    for kind, msg in ops:
+        if kind == "record":
+            h.record(msg)
+        elif kind == "delete":
+            h.delete(msg.channel, msg.ts)
+        elif kind == "edit":
+            h.apply_edit(msg.channel, msg.ts, text=msg.text + "!")
+        elif kind == "react":
+            h.add_reaction(msg.channel, msg.ts, "eyes", "U9")
+        else:
+            h.remove_reaction(msg.channel, msg.ts, "eyes", "U9")
+        stored = [m for c in h.channels() for m in h.messages(c)] + [
+            m for c in h.channels() for m in _tombstones(h, c)
+        ]
+        assert h.bytes == sum(message_bytes(m) for m in stored)
+        # Over the bound only when a single message is left, the one just written.
+        assert h.bytes <= max_bytes or sum(h.count(c) for c in h.channels()) == 1
+
+
+def _tombstones(h: ChannelHistory, channel: str) -> list[Message]:
+    shown = {m.ts for m in h.messages(channel)}
+    found = []
+    for n in range(31):
+        m = h.get(channel, ts(n))
+        if m is not None and m.ts not in shown:
+            found.append(m)
+    return found

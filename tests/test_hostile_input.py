@@ -12,12 +12,14 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.server import BackgroundServer, build_asgi_app
 from chanctx.bot.slack.envelope import parse_json_payload
+from chanctx.manifest_store import TurnJournal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from slack_bolt.request import BoltRequest
@@ -168,3 +170,19 @@ def test_an_event_our_code_fails_on_is_logged_and_acknowledged(
             body = json.dumps(mention_pair(ts(10), "hi")[0]).encode()
             assert post(server.url, body) == 200
         assert any("boom" in r.getMessage() or r.exc_info for r in caplog.records)
+
+
+def test_an_event_the_disk_could_not_store_answers_503_so_slack_retries_it(
+    tmp_path: Path,
+) -> None:
+    with OfflineBot(copy.deepcopy(STATE), signing_secret=SECRET, data_dir=tmp_path) as bot:
+        journal = bot.runtime.turns
+        assert isinstance(journal, TurnJournal) and journal._handle is not None
+        journal._handle.close()
+        journal._handle = open("/dev/full", "a", encoding="utf-8")  # noqa: SIM115 - the disk is full
+        with BackgroundServer(build_asgi_app(bot.app)) as server:
+            body = json.dumps(mention_pair(ts(10), "hi")[1]).encode()
+            assert post(server.url, body) == 503
+            assert post(server.url, body) == 200  # Slack's retry, with room on the disk
+        bot.runtime.runner.drain(10)
+        assert journal.is_done(f"{CHANNEL}:{ts(10)}")  # queued once, then handled

@@ -305,14 +305,15 @@ def _check_index(index: ChannelIndex, messages: list[Message], names: Names) -> 
             assert (index.message(next_slot).ts if next_slot >= 0 else None) == after
 
 
-@given(_writes(), st.integers(3, 12))
+@given(_writes(), st.integers(3, 12), st.sampled_from([2**30, 6_000, 3_000]))
 @settings(max_examples=120)
 def test_indexed_history_keeps_each_index_equal_to_the_history(
-    writes: list[tuple[Any, ...]], bound: int
+    writes: list[tuple[Any, ...]], bound: int, max_bytes: int
 ) -> None:
+    # A small byte bound makes writes to one channel evict the oldest of another.
     names = Names(users={"U1": "Priya", "U2": "Dev Patel"})
-    indexed = IndexedHistory(max_messages_per_channel=bound)
-    plain = ChannelHistory(max_messages_per_channel=bound)
+    indexed = IndexedHistory(max_messages_per_channel=bound, max_bytes=max_bytes)
+    plain = ChannelHistory(max_messages_per_channel=bound, max_bytes=max_bytes)
     synced = {channel: ChannelIndex(channel) for channel in _CHANNELS}
     for position, write in enumerate(writes):
         _apply(indexed, write)

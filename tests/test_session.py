@@ -515,6 +515,31 @@ def test_a_restarted_bot_resumes_from_the_log_with_only_the_delta(
     assert path.with_name(path.name + ".torn").exists() is torn
 
 
+def test_an_answer_logged_just_before_a_crash_is_posted_without_asking_claude_again(
+    data_dir: Path,
+) -> None:
+    with new_bot(data_dir, cassette=[answer("Roll back to v41 first.")]) as first_bot:
+        incident_thread(first_bot)
+        mention(first_bot, ts(10), "what should we do first?", thread_ts=ROOT)
+        asked = [m for m in first_bot.slack.messages(CHANNEL) if not m.get("bot_id")]
+    # The crash: the session log holds the answer, the journal only the queued question.
+    journal = data_dir / "turns.jsonl"
+    queued = [line for line in journal.read_text().splitlines() if '"op": "queued"' in line]
+    journal.write_text("\n".join(queued) + "\n")
+    logged = log_entries(data_dir, ROOT)
+
+    state = copy.deepcopy(STATE)
+    state["history"] = {CHANNEL: asked}  # Slack never saw the answer
+    with new_bot(data_dir, state, cassette=[answer("A different answer.")]) as bot:
+        assert bot.runtime.recover() == 1
+        bot.runtime.runner.drain(10)
+        assert [(p["thread_ts"], p["text"]) for p in bot.slack.posted] == [
+            (ROOT, "Roll back to v41 first.")
+        ]
+        assert bodies(bot) == []  # no second request, no second bill
+    assert log_entries(data_dir, ROOT) == logged  # and no second turn in the log
+
+
 # -- 5. compaction ---------------------------------------------------------------------------
 
 SMALL_WINDOW = {"context_window": 6_000, "compaction_threshold": 0.8, "keep_turns": 1}

@@ -186,10 +186,22 @@ def test_a_reopened_journal_knows_exactly_what_the_running_one_knew(
             journal.mark_posted(key, n % 2, f"1.{n}")
         else:
             journal.finish(key)
-    before = (journal.pending(), journal.outbox())
+    keys = [f"C:{n}" for n in range(6)]
+    before = (
+        journal.pending(),
+        journal.outbox(),
+        [journal.is_done(k) for k in keys],
+        [journal.seen_event(f"Ev{n}") for n in range(6)],
+    )
     journal.close()
-    again = TurnJournal(directory, clock=lambda: 10_000.0)
-    assert (again.pending(), again.outbox()) == before
+    again = TurnJournal(directory, clock=lambda: 500.0)  # within the retry window
+    after = (
+        again.pending(),
+        again.outbox(),
+        [again.is_done(k) for k in keys],
+        [again.seen_event(f"Ev{n}") for n in range(6)],
+    )
+    assert after == before
     again.close()
 
 
@@ -203,7 +215,13 @@ def test_done_turns_are_forgotten_after_the_retry_window_and_the_file_stays_smal
         journal.enqueue(f"C:{n}", {"n": n}, f"Ev{n}")
         journal.finish(f"C:{n}")
     assert not journal.seen_event("Ev0") and journal.seen_event("Ev1999")
+    # Memory holds the last minute of done turns and nothing else.
+    assert journal.counts() == {"pending": 0, "outbox": 0, "done": 61, "event_ids": 61}
     journal.close()
+    again = TurnJournal(tmp_path, remember_seconds=60, clock=lambda: now[0])
+    assert again.counts() == {"pending": 0, "outbox": 0, "done": 61, "event_ids": 61}
+    assert again.is_done("C:1999") and not again.enqueue("C:1999", {}, "Ev1999")
+    again.close()
     assert len((tmp_path / "turns.jsonl").read_text().splitlines()) < 1_000
     assert json.loads((tmp_path / "turns.jsonl").read_text().splitlines()[-1])["op"] == "done"
 
@@ -267,3 +285,26 @@ def test_recovery_never_answers_again_what_the_live_path_is_answering(tmp_path: 
         release.set()
         bot.runtime.runner.drain(10)
         assert slow.calls == 1 and len(answers_in(bot)) == 1
+
+
+def test_a_question_the_disk_refused_is_not_acknowledged_and_its_retry_is_answered_once(
+    tmp_path: Path,
+) -> None:
+    answering = Answers()
+    message_event, app_mention = mention_pair(ts(10), "what broke checkout?")
+    with new_bot(tmp_path, answering) as bot:
+        journal = bot.runtime.turns
+        assert isinstance(journal, TurnJournal) and journal._handle is not None
+        journal._handle.close()
+        journal._handle = open("/dev/full", "a", encoding="utf-8")  # noqa: SIM115 - the disk is full
+        # Not acknowledged (HTTP: 503, Socket Mode: no ack), so Slack delivers it again.
+        assert bot.dispatch(app_mention).status == 503
+        assert answers_in(bot) == [] and journal.pending() == [] and journal.outbox() == []
+        assert bot.dispatch(app_mention).status == 200  # the retry, once there is room
+        assert bot.dispatch(message_event).status == 200  # the same question's other event
+        assert [p["text"] for p in answers_in(bot)] == [answering.text]
+        assert answering.calls == 1
+    lines = (tmp_path / "turns.jsonl").read_text().splitlines()
+    entries = [json.loads(line) for line in lines]
+    assert [e["op"] for e in entries] == ["queued", "reply", "posted", "done"]
+    assert entries[0]["event"] == app_mention["event_id"]  # no trace of the refused attempt

@@ -75,10 +75,13 @@ class IndexedHistory(ChannelHistory):
         *,
         max_messages_per_channel: int = 5000,
         max_channels: int = 200,
+        max_bytes: int = 256 * 2**20,
         stemmer: Stemmer = "porter",
     ) -> None:
         super().__init__(
-            max_messages_per_channel=max_messages_per_channel, max_channels=max_channels
+            max_messages_per_channel=max_messages_per_channel,
+            max_channels=max_channels,
+            max_bytes=max_bytes,
         )
         self.stemmer: Stemmer = stemmer
         self._indexes: dict[str, ChannelIndex] = {}
@@ -154,7 +157,21 @@ class IndexedHistory(ChannelHistory):
             else:
                 stored.insert(key)
             index.queue(key, current)  # a tombstone or None leaves the index
-        # The bound evicts the oldest messages: whatever the history no longer counts.
+        self._drop_evicted(channel)
+
+    def _evicted(self, channel: str) -> None:
+        # The byte bound took the oldest messages of another channel, or all of it.
+        if channel not in self._indexes:
+            return
+        if self.count(channel) == 0:
+            del self._indexes[channel]
+            del self._stored[channel]
+        else:
+            self._drop_evicted(channel)
+
+    def _drop_evicted(self, channel: str) -> None:
+        # The bounds evict the oldest messages: whatever the history no longer counts.
+        stored, index = self._stored[channel], self._indexes[channel]
         excess = len(stored) - self.count(channel)
         if excess > 0:
             for key in stored.pop_oldest(excess):

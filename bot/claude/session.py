@@ -50,6 +50,7 @@ from chanctx.manifest_store import (
     AttachmentManifest,
     CompactionEntry,
     CustomEntry,
+    Entry,
     MessageEntry,
     SessionKey,
     SessionLog,
@@ -107,6 +108,10 @@ class _Session:
     keep_turns: int | None = None  # the recipe's journal max_iterations, if any
     manifest: AttachmentManifest = field(default_factory=AttachmentManifest)
     reattach_media: bool = False  # a compaction happened: re-send this thread's media once
+    # The last question answered in this thread and the answer (anchor ts, text): a turn
+    # recovered after a crash between logging the answer and queueing its post gets it again
+    # from here instead of asking Claude twice.
+    last_answer: tuple[str, str] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -158,6 +163,25 @@ def _package_end(message: dict[str, Any]) -> int | None:
         text = block.get("text", "") if block.get("type") == "text" else ""
         if text.startswith(CONTEXT_HEADER) or text.startswith(_THREAD_PREFIX):
             found = index
+    return found
+
+
+def _final_text(message: dict[str, Any]) -> str:
+    content = message["content"]
+    if isinstance(content, str):
+        return content.strip()
+    return "\n".join(b["text"] for b in content if b.get("type") == "text").strip()
+
+
+def _last_answer(entries: list[Entry]) -> tuple[str, str] | None:
+    """The last question this log says was answered, and the answer's text."""
+    found: tuple[str, str] | None = None
+    text = ""
+    for entry in entries:
+        if isinstance(entry, MessageEntry) and entry.role == "assistant":
+            text = _final_text({"content": entry.content})
+        elif isinstance(entry, CustomEntry) and entry.custom_type == _LAST_SEEN:
+            found = (str(entry.data.get("ts")), text)
     return found
 
 
@@ -215,7 +239,7 @@ class ClaudeResponder:
             session = _Session(key=key, log=self.store.open(key))
             entries = session.log.entries()
             if entries:  # a restarted bot resumes where the log ends
-                self._load(session)
+                self._load(session, entries)
             else:
                 session.log.append(
                     SessionStarted(
@@ -230,8 +254,9 @@ class ClaudeResponder:
             self._sessions[key] = session
             return session
 
-    def _load(self, session: _Session) -> None:
-        state = rebuild(session.log.entries())
+    def _load(self, session: _Session, entries: list[Entry]) -> None:
+        state = rebuild(entries)
+        session.last_answer = _last_answer(entries)
         session.messages = state.messages
         session.turn = state.turn
         session.context_attached = state.context_attached_turn is not None
@@ -260,6 +285,10 @@ class ClaudeResponder:
             _DEADLINE.reset(token)
 
     def _respond(self, session: _Session, turn: Turn, context: BuiltContext) -> Answer:
+        if session.last_answer is not None and session.last_answer[0] == turn.anchor_ts:
+            # Answered and logged, then the process died before the answer was queued to
+            # post: the same answer again, without a second request or a second log entry.
+            return Answer(text=session.last_answer[1] or None)
         fitted = self._load_recipe(session, turn)
         system = self._system(session)
         attaching = not session.context_attached
@@ -275,8 +304,7 @@ class ClaudeResponder:
         history = [*session.messages, {"role": "user", "content": blocks}]
         loop = self._tool_loop(session, turn, system, history)
         loop.manifest_changed = loop.manifest_changed or media.manifest_changed
-        final = loop.messages[-1]["content"]
-        text = "\n".join(b["text"] for b in final if b.get("type") == "text").strip()
+        text = _final_text(loop.messages[-1])
         self._finish(session, turn, loop, attaching=attaching, recipe_loaded=fitted is not None)
         return Answer(text=text or None, tool_calls=loop.calls, usage=loop.usage)
 
@@ -531,6 +559,7 @@ class ClaudeResponder:
         session.turn = number
         session.context_attached = True
         session.last_seen_ts = turn.anchor_ts
+        session.last_answer = (turn.anchor_ts, _final_text(messages[-1]))
 
     def _maybe_compact(self, session: _Session, last_usage: Any) -> None:
         if self.settings.compaction == "off" or last_usage is None:
@@ -575,4 +604,5 @@ class ClaudeResponder:
             )
         )
         logger.info("compacted %s (%s): %d tokens before", session.key, strategy, size)
-        self._load(session)  # the log is the truth: the next turn re-attaches fresh context
+        # The log is the truth: the next turn re-attaches fresh context.
+        self._load(session, session.log.entries())

@@ -21,6 +21,11 @@ Behaviour worth knowing:
 * Every file object served (in messages and by ``files.info``) points at this server:
   ``GET /files/<id>[/<name>]`` returns the bytes of ``state["files"][id]`` (``content_text`` or
   base64 ``content_b64``), recorded as the call ``FILE_DOWNLOAD``. A real Slack host is never named.
+* ``socket_mode=True`` also serves Socket Mode (``FakeSocketMode``): ``apps.connections.open``,
+  called with an app-level token (``xapp-``), hands out its URL, and ``POST /socket-mode/send``
+  (``{"payload": ..., "retry_attempt": n}``) delivers an envelope to the connected app and answers
+  ``{"envelope_id": ..., "acked": bool}`` once acknowledged or after 5 s: how a test or a
+  smoke test from another process sends events to a bot in Socket Mode.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from typing import Any, Final
 from urllib.parse import parse_qsl, quote, urlsplit
 
 from chanctx.bot.replay._loopback import LoopbackServer
+from chanctx.bot.replay.fake_socket_mode import FakeSocketMode
 
 __all__ = [
     "FILE_DOWNLOAD",
@@ -202,6 +208,7 @@ class FakeSlackAPI(LoopbackServer):
         port: int = 0,
         post_error_rate: float = 0.0,
         seed: int = 0,
+        socket_mode: bool = False,
     ) -> None:
         """``max_replies_limit`` caps ``conversations.replies`` pages (15 for new apps since 2025).
 
@@ -256,6 +263,7 @@ class FakeSlackAPI(LoopbackServer):
             raise ValueError(f"post_error_rate must be between 0 and 1, got {post_error_rate!r}")
         self.post_error_rate = post_error_rate
         self._chaos = random.Random(seed)
+        self.socket_mode = FakeSocketMode() if socket_mode else None
         self._listen(self._handler_class(), name="fake-slack", port=port)
         self.root = f"{self.origin}/"
         self.url = f"{self.root}api/"
@@ -641,6 +649,8 @@ class FakeSlackAPI(LoopbackServer):
             return _Reply(200, {"ok": False, "error": "invalid_json"})
         params.pop("token", None)  # a token sent as a form field is never recorded either
         authed = headers.get("authorization", "").startswith(_AUTH_PREFIXES)
+        if url.path == "/socket-mode/send" and verb == "POST":
+            return self._socket_mode_send(raw)
         if url.path.startswith("/files/") and verb == "GET":
             method, params = FILE_DOWNLOAD, {"file": url.path.split("/")[2]}
         elif url.path.startswith("/api/"):
@@ -654,6 +664,8 @@ class FakeSlackAPI(LoopbackServer):
             time.sleep(delay)
         if fault is not None:
             return self._fault_reply(fault)
+        if method == "apps.connections.open":
+            return self._connections_open(headers.get("authorization", ""))
         if not authed:
             if method == FILE_DOWNLOAD:
                 return _Reply(403, b"not_authed", "text/plain")
@@ -672,6 +684,36 @@ class FakeSlackAPI(LoopbackServer):
                 return _Reply(200, {"ok": True, **handler(params)})
             except _SlackError as error:
                 return _Reply(200, {"ok": False, "error": str(error)})
+
+    def _connections_open(self, authorization: str) -> _Reply:
+        """Socket Mode's URL; Slack wants the app-level token here, never the bot's."""
+        if not authorization.startswith("Bearer "):
+            return _Reply(200, {"ok": False, "error": "not_authed"})
+        if not authorization.startswith("Bearer xapp-"):
+            return _Reply(200, {"ok": False, "error": "not_allowed_token_type"})
+        if self.socket_mode is None:
+            return _Reply(200, {"ok": False, "error": "socket_mode_not_enabled"})
+        return _Reply(200, {"ok": True, "url": self.socket_mode.url})
+
+    def _socket_mode_send(self, raw: bytes) -> _Reply:
+        if self.socket_mode is None:
+            return _Reply(404, {"error": "this fake was started without socket_mode"})
+        try:
+            body = json.loads(raw)
+            payload, attempt = body["payload"], int(body.get("retry_attempt") or 0)
+        except (ValueError, KeyError, TypeError) as error:
+            return _Reply(400, {"error": f"expected {{payload, retry_attempt?}}: {error!r}"})
+        try:
+            envelope_id = self.socket_mode.send(payload, retry_attempt=attempt)
+        except ConnectionError as error:
+            return _Reply(409, {"error": str(error)})
+        acked = self.socket_mode.wait_ack(envelope_id, timeout=5.0)
+        return _Reply(200, {"envelope_id": envelope_id, "acked": acked})
+
+    def close(self) -> None:
+        super().close()
+        if self.socket_mode is not None:
+            self.socket_mode.close()
 
     @staticmethod
     def _fault_reply(fault: _Fault) -> _Reply:

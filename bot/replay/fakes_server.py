@@ -5,6 +5,10 @@ For staging smoke tests and process-level tests: point ``chanctx run`` at them w
 side serves the fixture's ``slack_api.json`` and everything the bot posts (readable back with
 ``conversations.history`` / ``conversations.replies``); the Messages API side serves the
 fixture's cassette, then the offline model. Loopback only.
+
+Socket Mode too: a bot run with an app-level token (``SLACK_APP_TOKEN=xapp-...``) gets the fake's
+WebSocket from ``apps.connections.open``, and ``POST /socket-mode/send`` on the Slack port delivers
+an envelope to it and says whether it was acknowledged.
 """
 
 from __future__ import annotations
@@ -37,7 +41,11 @@ def serve_fakes(
     stop = stop or threading.Event()
     with (
         FakeSlackAPI(
-            fixture.slack_api, port=slack_port, post_error_rate=post_error_rate, seed=seed
+            fixture.slack_api,
+            port=slack_port,
+            post_error_rate=post_error_rate,
+            seed=seed,
+            socket_mode=True,
         ) as slack,
         FakeAnthropicAPI(
             cassette=fixture.cassette, port=anthropic_port, latency_ms=anthropic_latency_ms

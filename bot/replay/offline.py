@@ -75,6 +75,7 @@ class OfflineBot:
         session_settings: SessionSettings | None = None,
         recipe: RecipeRunner | None = None,
         history_per_channel: int = 5_000,
+        history_mb: int = 256,
         claude_latency_ms: int = 0,
     ) -> None:
         """``claude=True`` answers with a real Claude session against the fake Anthropic API
@@ -96,7 +97,9 @@ class OfflineBot:
             counter=default_counter(model),
             slack=self.fetcher,
             threads=ThreadReplyCache(self.fetcher, clock=self.clock),
-            history=IndexedHistory(max_messages_per_channel=history_per_channel),
+            history=IndexedHistory(
+                max_messages_per_channel=history_per_channel, max_bytes=history_mb * 2**20
+            ),
         )
         self.anthropic: FakeAnthropicAPI | None = None
         self.claude_client: anthropic.Anthropic | None = None

@@ -31,6 +31,7 @@ class ReplayOptions:
     data_dir: Path | None = None  # keep the session logs here (default: a temporary directory)
     recipe: RecipeRunner | None = None
     history_per_channel: int = 5_000  # messages kept per channel (the search window)
+    history_mb: int = 256  # memory all channels' history may hold
 
 
 def turn_report(result: TurnResult) -> dict[str, Any]:
@@ -80,6 +81,7 @@ def replay(
         session_settings=options.session,
         recipe=options.recipe,
         history_per_channel=options.history_per_channel,
+        history_mb=options.history_mb,
     ) as bot:
         for envelope in fixture.envelopes:
             bot.dispatch(envelope)

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from chanctx.bot.slack.envelope import parse_json_payload
+from chanctx.bot.slack.envelope import STORE_FAILED, parse_json_payload
 from slack_bolt import App
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 from slack_sdk.signature import SignatureVerifier
@@ -107,6 +107,8 @@ def build_asgi_app(
         except Exception:
             logger.exception("an event failed; acknowledged so Slack does not retry it forever")
             return Response(status_code=200)
+        if response.status == STORE_FAILED:
+            return _text(503, "could not store the event; retry")
         if response.status >= 500:
             # Bolt turned a failure of ours into a 5xx; the event is logged, not retried.
             logger.warning("acknowledging an event Bolt answered %d for", response.status)

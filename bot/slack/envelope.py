@@ -14,7 +14,7 @@ from typing import Any
 
 from slack_bolt import App, BoltRequest, BoltResponse
 
-__all__ = ["GuardedApp", "malformed", "parse_json_payload"]
+__all__ = ["STORE_FAILED", "GuardedApp", "malformed", "parse_json_payload"]
 
 logger = logging.getLogger("chanctx.envelope")
 
@@ -67,8 +67,33 @@ def parse_json_payload(text: str) -> tuple[Any, str | None]:
     return body, malformed(body)
 
 
+# What a listener's failure to store an event answers: Slack retries it (HTTP: the status;
+# Socket Mode: no acknowledgement). Listeners only record and enqueue, so an OSError in one is
+# the disk (the turn journal's append and fsync), never the network.
+STORE_FAILED = 503
+
+
+def _on_error(
+    error: Exception, response: BoltResponse | None, logger: logging.Logger
+) -> BoltResponse | None:
+    """Bolt answers any listener failure 500; we tell a storage failure from the rest."""
+    if response is None:  # the listener had acknowledged already: nothing left to decide
+        logger.exception("a listener failed after its ack")
+        return None
+    if isinstance(error, OSError):
+        logger.exception("could not store an event: Slack will retry it")
+        return BoltResponse(status=STORE_FAILED, body="could not store the event; retry")
+    logger.exception("an event failed; acknowledged so Slack does not retry it forever")
+    return BoltResponse(status=200, body="")
+
+
 class GuardedApp(App):
-    """Bolt's App, refusing (with a 200 and a warning) what its own middleware would crash on."""
+    """Bolt's App, refusing (with a 200 and a warning) what its own middleware would crash on,
+    and answering ``STORE_FAILED`` when an event could not be stored."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error(_on_error)
 
     def dispatch(self, req: BoltRequest) -> BoltResponse:
         reason = malformed(req.body)
