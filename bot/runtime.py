@@ -100,8 +100,9 @@ class Runtime:
             queued = self.turns.enqueue(turn_id(turn), asdict(turn), event_id)
         except OSError:
             # Not stored, so not acknowledged: Slack's retry of this event must get through.
-            with self.lock:
-                self._seen_events.pop(event_id, None)
+            if event_id:
+                with self.lock:
+                    self._seen_events.pop(event_id, None)
             raise
         if not queued:
             logger.debug("already answering %s", turn_id(turn))

@@ -13,7 +13,9 @@ by ``(method, path)``, so ``POST /v1/messages`` can be added as one more handler
 Answers:
 
 * ``POST /v1/messages``: the cassette's next response, else the offline model
-  (``bot.fake_claude``), with ``usage`` from a simulated prompt cache;
+  (``bot.fake_claude``), with ``usage`` from a simulated prompt cache; a request that breaks one
+  of the API's documented rules (``chanctx.bot.claude.request_rules``) gets the real API's 400
+  ``invalid_request_error`` (413 ``request_too_large`` past 32 MB), listed in ``rejected``;
 * ``POST /v1/messages/count_tokens``: ``{"input_tokens": FRAME_TOKENS + n}`` where ``n`` is the
   offline estimate (``default_counter("claude-opus-4-8")``) of all text in the messages and the
   system prompt, concatenated;
@@ -33,6 +35,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
 
+from chanctx.bot.claude.request_rules import problems
 from chanctx.bot.replay._loopback import LoopbackServer
 from chanctx.bot.replay.fake_claude import MessagesEndpoint
 from chanctx.context.tokens import default_counter
@@ -123,6 +126,7 @@ class FakeAnthropicAPI(LoopbackServer):
         """``cassette``: Messages API response bodies served in order to ``POST /v1/messages``;
         after them (or without one) the offline model answers. ``clock`` times the prompt cache."""
         self.requests: list[RecordedRequest] = []
+        self.rejected: list[list[str]] = []  # what each refused Messages request broke
         self.messages = MessagesEndpoint(cassette, clock=clock)
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
@@ -135,6 +139,13 @@ class FakeAnthropicAPI(LoopbackServer):
         self.url = self.origin
 
     def _answer(self, body: Any) -> _Reply:
+        # The real API's documented rules, enforced: a request it would refuse is refused here.
+        wrong = problems(body) if isinstance(body, dict) else ["the body must be a JSON object"]
+        if wrong:
+            with self._lock:
+                self.rejected.append(wrong)
+            too_large = any(w.startswith("request_too_large") for w in wrong)
+            return _error(413 if too_large else 400, "; ".join(wrong))
         if self._latency:  # `chanctx fakes --anthropic-latency-ms`: a model that takes time
             time.sleep(self._latency)
         return _Reply(*self.messages(body))
