@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import re
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,7 +23,8 @@ def write_section(name: str, body: str) -> None:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     block = (
         f"<!-- {name}:start -->\n## {name}\n\n"
-        f"_Measured {stamp}, Python {platform.python_version()}._\n\n{body.strip()}\n"
+        f"_Measured {stamp} at {_commit()}, Python {platform.python_version()}._\n\n"
+        f"{body.strip()}\n"
         f"<!-- {name}:end -->\n"
     )
     pattern = re.compile(
@@ -34,3 +36,17 @@ def write_section(name: str, body: str) -> None:
         else text.rstrip() + "\n\n" + block
     )
     RESULTS.write_text(text)
+
+
+def _commit() -> str:
+    """The commit measured, and whether the checkout had changes on top of it."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=RESULTS.parent, capture_output=True, text=True, check=False
+        )
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "an unknown commit"
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return f"commit {commit}" + (" with local changes" if dirty else "")

@@ -15,10 +15,19 @@ class EngineView:
     """Bound to one channel at creation: there is no argument that could name another."""
 
     def __init__(
-        self, engine: ContextEngine, channel: str, *, hidden: Collection[str] = ()
+        self,
+        engine: ContextEngine,
+        channel: str,
+        *,
+        hidden: Collection[str] = (),
+        fetch_budget: int | None = None,
     ) -> None:
         self._engine = engine
         self.channel = channel
+        # Slack fetches this view may still make (one view per turn): a hostile or confused
+        # turn cannot queue minutes of conversations.replies waits. None: no limit.
+        self._fetches_left = fetch_budget
+        self._fetch_limit = fetch_budget
         # Left out of search (the question being answered is already in the context), but
         # still fetchable by id.
         self._hidden = frozenset(hidden)
@@ -31,6 +40,20 @@ class EngineView:
         return self._engine.message(self.channel, ts)
 
     def thread(self, thread_ts: str) -> ThreadLookup:
+        if self._fetches_left is not None and not self._engine.thread_is_cached(
+            self.channel, thread_ts
+        ):
+            if self._fetches_left <= 0:
+                return ThreadLookup(
+                    root=self._engine.message(self.channel, thread_ts),
+                    replies=self._engine.cached_replies(self.channel, thread_ts),
+                    note=(
+                        f"Not fetched from Slack: this answer already made {self._fetch_limit} "
+                        "Slack fetches, the limit per answer; only the replies seen live are "
+                        "shown. Answer with what you have."
+                    ),
+                )
+            self._fetches_left -= 1
         root, replies, notes = self._engine.thread(self.channel, thread_ts)
         return ThreadLookup(root=root, replies=replies, note=" ".join(notes) or None)
 

@@ -56,6 +56,12 @@ def parser() -> argparse.ArgumentParser:
         "--demo", action="store_true", help="replay the demo fixture bundled with chanctx"
     )
     replay.add_argument("--json", action="store_true", help="print the machine-readable report")
+    replay.add_argument(
+        "--requests-out",
+        metavar="FILE",
+        type=Path,
+        help="write every Messages API request body the replay sent to FILE (JSONL, one a line)",
+    )
     add_options(replay, "replay")
 
     for name, text in (
@@ -128,6 +134,7 @@ def _replay(args: argparse.Namespace, options: Options) -> int:
             recipe=RecipeRunner(load_recipe(home), home=home, cwd=Path.cwd()),
             history_per_channel=options.history_per_channel,
             history_mb=options.history_mb,
+            requests_out=args.requests_out,
         ),
     )
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else render_transcript(report))

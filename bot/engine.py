@@ -10,13 +10,21 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cachetools import TTLCache
 from chanctx.bot.slack.intake import Delete, Edit, IntakeAction, React, Record, SelfIdentity, intake
-from chanctx.cache import ChannelHistory, RateLimited, ThreadReplyCache
+from chanctx.bot.slack.slack_api import ThreadFetch
+from chanctx.cache import (
+    ChannelHistory,
+    RateLimited,
+    ThreadReplyCache,
+    ThreadStarterCache,
+    ts_key,
+)
 from chanctx.context import (
     DEFAULT_ADJACENT_WINDOW,
     DEFAULT_SNAPSHOT_BUDGET,
@@ -43,10 +51,23 @@ class SlackSource(Protocol):
     """What the engine needs from the Slack Web API (``bot.slack_api.SlackFetcher``)."""
 
     def fetch_thread(self, channel: str, thread_ts: str) -> Sequence[Message]: ...
+    def fetch_thread_newest(
+        self,
+        channel: str,
+        root_ts: str,
+        *,
+        until: str,
+        after: str | None = ...,
+        expected_replies: int = ...,
+        wait_budget: float = ...,
+    ) -> ThreadFetch: ...
     def fetch_message(self, channel: str, ts: str) -> Message | None: ...
     def channel_history(self, channel: str, *, limit: int = ...) -> list[Message]: ...
     def user_name(self, user_id: str) -> str: ...
     def channel_name(self, channel_id: str) -> str: ...
+
+
+_FAR_FUTURE = "9999999999.999999"  # "up to now" when no question bounds a thread fetch
 
 
 @dataclass(frozen=True)
@@ -55,6 +76,10 @@ class ContextSettings:
     snapshot_budget: int = DEFAULT_SNAPSHOT_BUDGET
     window: int = DEFAULT_ADJACENT_WINDOW
     cold_start_messages: int = 200
+    # Rate-limit seconds a turn may wait for a thread before answering with what it has.
+    max_wait_seconds: float = 60.0
+    # A thread fetched within this many seconds is served, with a note, when a refresh fails.
+    stale_serve_ttl: float = 3600.0
 
 
 @dataclass(frozen=True)
@@ -66,6 +91,7 @@ class BuiltContext:
     thread_tokens: int
     # Said to the reader when the context may be incomplete (e.g. served stale under a limit).
     notes: tuple[str, ...] = ()
+    waited_s: float = 0.0  # rate-limit seconds spent building it (virtual time in replay)
 
 
 class _LazyNames(Mapping[str, str]):
@@ -103,6 +129,10 @@ class ContextEngine:
     counter: TokenCounter = field(default_factory=default_counter)
     slack: SlackSource | None = None
     threads: ThreadReplyCache | None = None
+    clock: Callable[[], float] = time.time  # replay gives its virtual clock
+    # Thread roots for 6 h (seed 003): a thread whose root left the history (its bounds, a
+    # restart) is still known whole from its root's reply count, without a refetch.
+    starters: ThreadStarterCache | None = None
     _warm: set[str] = field(default_factory=set)
     # Every cache read and write holds this lock; no Slack call ever does, so a rate-limit
     # wait in one answer never blocks intake of other events.
@@ -111,8 +141,17 @@ class ContextEngine:
     _deleted: TTLCache[tuple[str, str], bool] = field(
         default_factory=lambda: TTLCache(maxsize=10_000, ttl=3600)
     )
+    # Threads fetched only in part (newest first, under a rate limit): where the next fetch
+    # resumes, going back towards the root.
+    _partial: TTLCache[tuple[str, str], tuple[str | None, str | None]] = field(
+        default_factory=lambda: TTLCache(maxsize=2_000, ttl=6 * 3600)
+    )
+    # When each whole thread was last fetched: within stale_serve_ttl it is served with a
+    # note when a refresh fails.
+    _fetched: TTLCache[tuple[str, str], float] = field(init=False)
 
     def __post_init__(self) -> None:
+        self._fetched = TTLCache(maxsize=2_000, ttl=self.settings.stale_serve_ttl, timer=self.clock)
         if self.slack is not None:
             self.names = Names(
                 users=_LazyNames(self.names.users, self.slack.user_name, ("U", "W")),
@@ -120,6 +159,8 @@ class ContextEngine:
             )
             if self.threads is None:
                 self.threads = ThreadReplyCache(self.slack)
+            if self.starters is None:
+                self.starters = ThreadStarterCache(self.slack, clock=self.clock)
 
     def handle(self, event: Mapping[str, Any]) -> IntakeAction:
         """Apply one Slack event to the caches; returns what it meant."""
@@ -133,6 +174,13 @@ class ContextEngine:
             self._adopt([action.message])
         elif isinstance(action, Record):
             self.history.record(action.message)
+            message = action.message
+            # A reply advances its root's reply count: the starter cache keeps that copy.
+            root = (
+                self.history.get(message.channel, message.root_ts) if message.is_reply else message
+            )
+            if root is not None:
+                self._remember_root(root)
             if self.threads is not None:
                 self.threads.on_message(action.message)
         elif isinstance(action, Edit):
@@ -147,11 +195,17 @@ class ContextEngine:
                 self.threads.on_edit(
                     action.channel, action.ts, text=action.text, edited_ts=action.edited_ts
                 )
+            if self.starters is not None:
+                self.starters.on_edit(
+                    action.channel, action.ts, text=action.text, edited_ts=action.edited_ts
+                )
         elif isinstance(action, Delete):
             self._deleted[(action.channel, action.ts)] = True
             self.history.delete(action.channel, action.ts)
             if self.threads is not None:
                 self.threads.on_delete(action.channel, action.ts)
+            if self.starters is not None:
+                self.starters.on_delete(action.channel, action.ts)
         elif isinstance(action, React):
             change = self.history.add_reaction if action.added else self.history.remove_reaction
             change(action.channel, action.ts, action.name, action.user)
@@ -166,6 +220,19 @@ class ContextEngine:
                 known = self.history.get(message.channel, message.ts) is not None
                 if not known and (message.channel, message.ts) not in self._deleted:
                     self.history.record(message)
+                    self._remember_root(message)
+
+    def _remember_root(self, message: Message) -> None:
+        """Keep a thread root (caller holds the lock); other messages are not roots."""
+        if self.starters is not None and not message.is_reply and message.reply_count:
+            self.starters.put(message)
+
+    def _root(self, channel: str, root_ts: str) -> Message | None:
+        """A thread's root from history, else from the starter cache (caller holds the lock)."""
+        found = self.history.get(channel, root_ts)
+        if found is None and self.starters is not None:
+            found = self.starters.peek(channel, root_ts)
+        return found
 
     def warm_channel(self, channel: str) -> None:
         """Load a channel's recent history once after a start (one conversations.history)."""
@@ -180,32 +247,85 @@ class ContextEngine:
             self._warm.add(channel)
         self._adopt(self.slack.channel_history(channel, limit=self.settings.cold_start_messages))
 
+    def thread_is_cached(self, channel: str, root_ts: str) -> bool:
+        """True if ``thread`` would answer without a Slack fetch."""
+        return (
+            self.slack is None or self.threads is None or self._thread_is_complete(channel, root_ts)
+        )
+
+    def cached_replies(self, channel: str, root_ts: str) -> list[Message]:
+        """The replies of a thread the caches hold (no fetch)."""
+        return self._replies(channel, root_ts)
+
     def _thread_is_complete(self, channel: str, root_ts: str) -> bool:
         with self._lock:
-            root = self.history.get(channel, root_ts)
+            root = self._root(channel, root_ts)
             if root is not None and root.reply_count <= len(self.history.replies(channel, root_ts)):
                 return True
             # Fetched within the TTL: events have kept it current since.
             return self.threads is not None and self.threads.peek(channel, root_ts) is not None
 
-    def _complete_thread(self, channel: str, root_ts: str, notes: list[str]) -> None:
-        """Fetch a thread once if the caches do not hold all of it."""
+    def _complete_thread(
+        self, channel: str, root_ts: str, notes: list[str], *, until: str | None = None
+    ) -> float:
+        """Fetch a thread if the caches do not hold all of it, newest replies first (those up
+        to ``until``, the question, matter most); the rate-limit seconds waited."""
         if self.slack is None or self.threads is None or self._thread_is_complete(channel, root_ts):
-            return
-        try:
-            rows = self.slack.fetch_thread(channel, root_ts)
-        except RateLimited as limited:
-            notes.append(
-                f"Slack rate limit on {limited.method}: this thread may be missing replies "
-                f"older than those seen live (retry in {limited.retry_after:.0f}s)."
-            )
-            return
-        except ChanctxError as error:
-            notes.append(f"Could not fetch the whole thread from Slack: {error}")
-            return
+            return 0.0
+        key = (channel, root_ts)
         with self._lock:
-            cached = self.threads.store(channel, root_ts, rows)
-        self._adopt(([cached.root] if cached.root else []) + list(cached.replies))
+            root = self._root(channel, root_ts)
+            known = self.history.replies(channel, root_ts)
+            # What earlier turns read: the newer part and the oldest part of the thread.
+            resume, read_up_to = self._partial.get(key, (None, None))
+        # Replies seen live are the newest (history after a start holds top-level messages
+        # and what events brought): the ones to fetch are older than the oldest of them.
+        end = resume or (known[0].ts if known else None) or until or _FAR_FUTURE
+        try:
+            fetched = self.slack.fetch_thread_newest(
+                channel,
+                root_ts,
+                until=end,
+                after=read_up_to,
+                expected_replies=max((root.reply_count if root else 0) - len(known), 0),
+                wait_budget=self.settings.max_wait_seconds,
+            )
+        except RateLimited as limited:
+            notes.append(self._stale_note(key, f"Slack rate limit on {limited.method}"))
+            return 0.0
+        except ChanctxError as error:
+            notes.append(self._stale_note(key, f"could not fetch it from Slack ({error})"))
+            return 0.0
+        self._adopt(fetched.messages)
+        with self._lock:
+            replies = self.history.replies(channel, root_ts)
+            root = self.history.get(channel, root_ts) or root
+            if fetched.complete:
+                self._partial.pop(key, None)
+                # A whole thread, never a partial one, is cached as the thread.
+                self.threads.store(channel, root_ts, ([root] if root else []) + replies)
+                self._fetched[key] = self.clock()
+            elif fetched.read_back_to is not None:
+                self._partial[key] = (fetched.read_back_to, fetched.read_up_to)
+        if not fetched.complete:
+            total = root.reply_count if root else len(replies)
+            notes.append(
+                f"This thread has {total} replies; {len(replies)} are included, newest first, "
+                f"and {max(total - len(replies), 0)} older ones could not be fetched yet "
+                f"(Slack's rate limit on conversations.replies; a turn waits at most "
+                f"{self.settings.max_wait_seconds:g} s); later answers fetch the rest."
+            )
+        return fetched.waited
+
+    def _stale_note(self, key: tuple[str, str], why: str) -> str:
+        fetched_at = self._fetched.get(key)
+        if fetched_at is not None:
+            minutes = max(0, round((self.clock() - fetched_at) / 60))
+            return (
+                f"{why}: this thread comes from a copy fetched {minutes} min ago, plus the "
+                "replies seen live since."
+            )
+        return f"{why}: this thread may be missing replies older than those seen live."
 
     def _anchor(self, channel: str, ts: str) -> Message | None:
         with self._lock:
@@ -231,7 +351,7 @@ class ContextEngine:
         self._complete_thread(channel, thread_ts, notes)
         with self._lock:
             return (
-                self.history.get(channel, thread_ts),
+                self._root(channel, thread_ts),
                 self.history.replies(channel, thread_ts),
                 notes,
             )
@@ -283,8 +403,9 @@ class ContextEngine:
         anchor = self._anchor(channel, ts)
         if anchor is None:
             return None
+        waited = 0.0
         if anchor.thread_ts:
-            self._complete_thread(channel, anchor.root_ts, notes)
+            waited = self._complete_thread(channel, anchor.root_ts, notes, until=anchor.ts)
         around = viewed or channel
         if viewed:
             self._warm_channel(viewed)
@@ -292,7 +413,7 @@ class ContextEngine:
         # builders themselves run without it.
         with self._lock:
             timeline = self.history.timeline(around)
-            root = self.history.get(channel, anchor.root_ts)
+            root = self._root(channel, anchor.root_ts)
             replies = self.history.replies(channel, anchor.root_ts)
         snapshot = build_channel_snapshot(
             # In the pane the question is placed in the viewed channel, at its own time.
@@ -309,12 +430,16 @@ class ContextEngine:
         # The anchor is in the snapshot in full; repeating it as a reply only costs tokens.
         replies = [r for r in replies if r.ts != anchor.ts]
         if root is not None and (anchor.thread_ts or replies):
+            # Up to the question: what was said after it is not what it asks about.
+            replies = [r for r in replies if ts_key(r.ts) <= ts_key(anchor.ts)]
             thread = build_thread_context(
                 root,
                 replies,
                 budget_tokens=settings.thread_budget,
                 counter=self.counter,
                 names=self.names,
+                # Slack's count, which knows replies not fetched yet.
+                total_replies=max(root.reply_count - (1 if anchor.is_reply else 0), len(replies)),
             )
         return BuiltContext(
             anchor=anchor,
@@ -323,4 +448,5 @@ class ContextEngine:
             snapshot_tokens=self.counter.count(wire_json(snapshot)),
             thread_tokens=self.counter.count(wire_json(thread)) if thread else 0,
             notes=tuple(notes),
+            waited_s=waited,
         )

@@ -67,6 +67,9 @@ class Options(BaseModel):
     claude: bool = True
     redis_url: str | None = None
     claude_deadline: float = 120.0
+    slack_fetches_per_turn: int = 3
+    max_wait: float = 60.0
+    stale_serve_ttl: float = 3600.0
 
 
 def _positive_int(text: str) -> int:
@@ -246,6 +249,22 @@ SETTINGS: tuple[Setting, ...] = (
         shown_default="120 s",
     ),
     Setting(
+        "max_wait", "--max-wait", "CHANCTX_MAX_WAIT", _seconds, "a positive number of seconds",
+        "rate-limit time a turn may wait for a thread before answering with what it has",
+        shown_default="60 s",
+    ),
+    Setting(
+        "stale_serve_ttl", "--stale-serve-ttl", "CHANCTX_STALE_SERVE_TTL", _seconds,
+        "a positive number of seconds",
+        "a thread fetched this recently is served, with a note, when a refresh fails",
+        shown_default="3600 s",
+    ),
+    Setting(
+        "slack_fetches_per_turn", "--slack-fetches-per-turn", "CHANCTX_SLACK_FETCHES_PER_TURN",
+        _non_negative_int, "a whole number (0 or more)",
+        "Slack fetches Claude's tools may make for one answer (threads not cached)",
+    ),
+    Setting(
         "claude", "--no-claude", "CHANCTX_CLAUDE", _switch, "1 or 0",
         "context only: answer nothing (CHANCTX_CLAUDE=0)", switch_value=False,
         shown_default="answer with Claude",
@@ -323,6 +342,8 @@ def context_settings(options: Options) -> ContextSettings:
         thread_budget=options.thread_budget,
         snapshot_budget=options.snapshot_budget,
         window=options.window,
+        max_wait_seconds=options.max_wait,
+        stale_serve_ttl=options.stale_serve_ttl,
     )
 
 
@@ -337,4 +358,5 @@ def session_settings(options: Options) -> SessionSettings:
         compaction_threshold=options.compaction_threshold,
         attach_media=options.attach_media,
         deadline_seconds=options.claude_deadline,
+        slack_fetches_per_turn=options.slack_fetches_per_turn,
     )

@@ -35,21 +35,31 @@ def _newest_first(replies: Sequence[Message], names: Names) -> Iterator[Chunk[Me
 
 
 def _assemble(
-    root: ThreadRoot, replies: Sequence[Message], included: list[ThreadReply], thread_id: str
+    root: ThreadRoot,
+    replies: Sequence[Message],
+    included: list[ThreadReply],
+    thread_id: str,
+    total: int | None = None,
 ) -> ThreadContext:
+    total = max(total or 0, len(replies))
     omitted = len(replies) - len(included)
+    unknown = total - len(replies)  # replies the platform counts that were never fetched
+    if omitted:
+        first = iso_from_ts(replies[0].ts) if not unknown else root.ts
+        omitted_range = (first, iso_from_ts(replies[omitted - 1].ts))
+    elif unknown:
+        last = replies[0].ts if replies else None
+        omitted_range = (root.ts, iso_from_ts(last) if last else root.ts)
+    else:
+        omitted_range = None
     return ThreadContext(
         thread_id=thread_id,
         root=root,
         replies=included,
         truncation=Truncation(
-            total_replies=len(replies),
+            total_replies=total,
             included_replies=len(included),
-            omitted_range_ts=(
-                (iso_from_ts(replies[0].ts), iso_from_ts(replies[omitted - 1].ts))
-                if omitted
-                else None
-            ),
+            omitted_range_ts=omitted_range,
         ),
     )
 
@@ -61,8 +71,12 @@ def build_thread_context(
     budget_tokens: int = DEFAULT_THREAD_BUDGET,
     counter: TokenCounter | None = None,
     names: Names | None = None,
+    total_replies: int | None = None,
 ) -> ThreadContext:
     """Build a ThreadContext whose serialized JSON fits ``budget_tokens``.
+
+    ``total_replies``: how many replies the platform says the thread has, when some were
+    never fetched; ``truncation`` then counts them as omitted (the oldest ones).
 
     ``replies`` are the thread's replies oldest to newest (the root excluded). The root is
     always included in full; replies are taken from the newest backwards, the oldest one
@@ -81,7 +95,7 @@ def build_thread_context(
     )
     # The frame is priced with the longest truncation block it can carry, so filling in the
     # real counts afterwards can only make it cheaper.
-    frame = _assemble(wire_root, replies, [], thread_id)
+    frame = _assemble(wire_root, replies, [], thread_id, total_replies)
     frame_tokens = counter.count(wire_json(frame))
 
     def cost(chunk: Chunk[Message], text: str) -> int:
@@ -97,10 +111,10 @@ def build_thread_context(
         _reply(packed.chunk.item, packed.text, names, truncated=packed.truncated)
         for packed in reversed(packing.included)
     ]
-    context = _assemble(wire_root, replies, included, thread_id)
+    context = _assemble(wire_root, replies, included, thread_id, total_replies)
     # Summing pieces is an estimate of the whole; check the whole and drop the oldest
     # included reply until it fits. This almost never loops, and never past `included`.
     while included and counter.count(wire_json(context)) > budget_tokens:
         included = included[1:]
-        context = _assemble(wire_root, replies, included, thread_id)
+        context = _assemble(wire_root, replies, included, thread_id, total_replies)
     return context

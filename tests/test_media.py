@@ -37,6 +37,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from slack_sdk import WebClient
 
+from .media_files import pdf_bytes
+
 TOKEN = "xoxb-test-0123456789-secret"
 LOGIN_PAGE = "Slack returned its login page: the bot needs the files:read scope"
 
@@ -79,9 +81,7 @@ def webp_vp8(width: int, height: int) -> bytes:
     return webp(b"VP8 ", frame + b"\0\0")
 
 
-PDF = b"%PDF-1.4\n1 0 obj << /Type /Pages /Count 2 >> endobj\n" + (
-    b"2 0 obj << /Type /Page >> endobj\n3 0 obj << /Type/Page >> endobj\n%%EOF\n"
-)
+PDF = pdf_bytes(2)
 LOGIN_HTML = "<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in</body></html>"
 
 
@@ -463,17 +463,36 @@ def test_a_stream_without_content_length_is_cut_at_the_cap(other: Recorder) -> N
     assert ok.byte_length == 5000
 
 
-def test_an_image_over_the_apis_5_mb_base64_limit_is_refused(fake: FakeSlackAPI) -> None:
-    before = downloads(fake)
-    failure = failed(fetcher_for(fake).fetch(ref_of(fake, "FBIG")))  # declared size: no request
+def test_an_image_pillow_cannot_read_over_the_5_mb_base64_limit_is_refused(
+    fake: FakeSlackAPI,
+) -> None:
+    # Only a header and padding: nothing to scale down, so its size decides.
+    failure = failed(fetcher_for(fake).fetch(ref_of(fake, "FBIG")))
     assert failure.reason == "too_large"
     assert failure.message == (
         "the image is 3.8 MB, over the Messages API's 5 MB limit (counted in base64, so about "
         "3.8 MB of image)"
     )
-    assert downloads(fake) == before
-    failure = failed(fetcher_for(fake).fetch(ref_of(fake, "FBIG", declared_size=False)))
-    assert failure.reason == "too_large"
+
+
+def test_a_real_image_too_large_for_claude_is_scaled_down_not_refused(other: Recorder) -> None:
+    import io
+    import os
+
+    from PIL import Image
+
+    noise = Image.frombytes("RGB", (3000, 2000), os.urandom(3000 * 2000 * 3))
+    raw = io.BytesIO()
+    noise.save(raw, "PNG")  # noise does not compress: about 18 MB
+    assert len(raw.getvalue()) > 5 * 1024 * 1024
+    other.routes["/big.png"] = Route(body=raw.getvalue(), headers={"Content-Type": "image/png"})
+    ref = FileRef(artifact_id="F1", media_type="image/png", download_url=other.url("/big.png"))
+    media = fetched(fetcher_for(other).fetch(ref))
+    assert (media.width, media.height) == (1568, 1045)
+    assert len(base64.b64encode(media.content)) <= 5 * 1024 * 1024
+    with Image.open(io.BytesIO(media.content)) as scaled:
+        assert scaled.size == (1568, 1045)
+        assert Image.MIME[str(scaled.format)] == media.media_type
 
 
 def test_an_image_wider_than_the_api_allows_is_refused(fake: FakeSlackAPI) -> None:
@@ -525,7 +544,8 @@ def test_a_pdf_becomes_a_document_and_its_pages_are_counted(fake: FakeSlackAPI) 
 
 
 def test_a_pdf_over_100_pages_is_refused(other: Recorder) -> None:
-    other.routes["/p"] = Route(body=b"%PDF-1.7\n" + b"<< /Type /Page >>\n" * 101)
+    # Pages inside a compressed object stream: a byte scan counted none of them.
+    other.routes["/p"] = Route(body=pdf_bytes(101, compressed=True))
     ref = FileRef(artifact_id="F1", media_type="application/pdf", download_url=other.url("/p"))
     failure = failed(fetcher_for(other).fetch(ref))
     assert failure.message == "the PDF has 101 pages; Claude reads at most 100"

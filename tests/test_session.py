@@ -397,6 +397,33 @@ def test_tools_answer_not_found_for_ids_and_words_of_another_channel(data_dir: P
         assert not [w for w in SECRET_WORDS if w in json.dumps(bot.slack.posted)]
 
 
+def test_one_answer_makes_at_most_three_slack_fetches_and_the_fourth_says_so(
+    data_dir: Path,
+) -> None:
+    roots = [ts(40 + i) for i in range(4)]
+    history: list[dict[str, Any]] = []
+    for number, root in enumerate(roots):
+        history += [
+            {"type": "message", "user": "U1", "text": f"Thread {number} on the outage",
+             "ts": root, "thread_ts": root, "reply_count": 1},
+            {"type": "message", "user": "U2", "text": f"Reply {number}: rolled back",
+             "ts": ts(50 + number), "thread_ts": root, "parent_user_id": "U1"},
+        ]  # fmt: skip
+    state = copy.deepcopy(STATE)
+    state["history"] = {CHANNEL: history}
+    calls = [(f"toolu_{n}", "channel_messages", {"thread_id": r}) for n, r in enumerate(roots)]
+    with new_bot(data_dir, state, cassette=[tool_round(*calls), answer("Four threads.")]) as bot:
+        mention(bot, ts(70), "what do the outage threads say?")
+        results = tool_results(bodies(bot)[1])
+        assert [r["is_error"] for r in results] == [False] * 4
+        refused = ["Not fetched from Slack" in r["content"] for r in results]
+        assert refused == [False, False, False, True]
+        assert "Reply 2: rolled back" in results[2]["content"]
+        assert bot.slack.call_counts()["conversations.replies"] == 3
+        (result,) = bot.runtime.runner.results
+        assert result.reply == "Four threads."
+
+
 # -- 3. the context package is attached once; later turns send the delta --------------------
 
 
@@ -743,6 +770,35 @@ def busy_thread(bot: OfflineBot) -> None:
         say(bot, ts(20 + i), f"Channel chatter {i} about the quarterly planning offsite.")
 
 
+def test_a_recipe_journal_sends_only_its_last_turns_and_a_fresh_package(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "context.yaml").write_text(
+        "sources:\n"
+        "  - type: journal\n"
+        "    max_iterations: 1\n"
+        "  - type: channel_snapshot\n"
+        "  - type: thread_context\n"
+    )
+    recipe = RecipeRunner(load_recipe(home), home=home, cwd=home)
+    cassette = [answer("First.", 1), answer("Second.", 2), answer("Third.", 3)]
+    with new_bot(data_dir, recipe=recipe, cassette=cassette) as bot:
+        incident_thread(bot)
+        for number, question in enumerate(["what broke?", "who is on it?", "is it fixed?"]):
+            mention(bot, ts(10 + 10 * number), question, thread_ts=ROOT)
+        first, second, third = bodies(bot)
+    assert len(first["messages"]) == 1 and package_count(first) == 1
+    assert len(second["messages"]) == 3 and package_count(second) == 1  # turn 1 is the last one
+    # Turn 1, which carried the package, slid out of the journal: only turn 2 goes, and this
+    # turn carries a fresh package.
+    assert [m["role"] for m in third["messages"]] == ["user", "assistant", "user"]
+    assert texts(third["messages"][0])[-1].endswith("who is on it?")
+    assert texts(third["messages"][1]) == ["Second."]
+    assert package_count(third) == 1 and CONTEXT_HEADER in texts(third["messages"][2])[0]
+
+
 def test_a_recipe_adds_its_file_after_the_builtin_prompt_and_sets_the_budgets(
     tmp_path: Path, data_dir: Path
 ) -> None:
@@ -768,7 +824,10 @@ def test_a_recipe_adds_its_file_after_the_builtin_prompt_and_sets_the_budgets(
 
     assert result.error is None
     system = body["system"]
-    assert [b["text"] for b in system] == [system_prompt(bot_user=BOT_USER), RUNBOOK + "\n"]
+    assert [b["text"] for b in system] == [
+        system_prompt(bot_user=BOT_USER),
+        f"# Context Block: runbook\n\n{RUNBOOK}\n",
+    ]
     assert system[0]["text"].startswith("CHANNEL CONTEXT")
     counter = default_counter()
     package = texts(body["messages"][0])
@@ -823,7 +882,7 @@ def test_recipe_sources_are_loaded_at_session_start_not_on_every_turn(
         (home / "runbook.md").write_text("Runbook, second version.")
         mention(bot, ts(20), "second question", thread_ts=ROOT)
         first, second = bodies(bot)
-    assert first["system"][1]["text"] == "Runbook, first version."
+    assert first["system"][1]["text"] == "# Context Block: runbook.md\n\nRunbook, first version."
     assert second["system"] == first["system"]
 
 

@@ -14,7 +14,7 @@ __all__ = ["CHANNEL_CONTEXT", "CHANNEL_MESSAGES", "definitions"]
 CHANNEL_CONTEXT: Final = "channel_context"
 CHANNEL_MESSAGES: Final = "channel_messages"
 
-_TS_PATTERN = r"^\d{1,12}(\.\d{1,9})?$"
+_TS_PATTERN = r"^[0-9]{10}\.[0-9]{6}$"  # what Slack writes; tools/_inputs.py checks the same
 
 _CONTEXT_DESCRIPTION = (
     "Search this channel's history (top-level messages and thread replies) for context beyond "

@@ -29,8 +29,10 @@ __all__ = [
     "short_repr",
 ]
 
-# A Slack ts: seconds, optionally a dot and up to 9 fractional digits (context._time's rule).
-_TS = re.compile(r"\d{1,12}(\.\d{1,9})?")
+# A Slack message ts exactly as Slack writes it: ten ASCII digits of seconds, a dot, six of
+# microseconds. ``\d`` would take any Unicode digit, and a loose form ("0", 7 decimals) only
+# reaches Slack to be refused there, after a rate-limited call.
+_TS = re.compile(r"[0-9]{10}\.[0-9]{6}")
 _ARTIFACT = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 TS_HINT = "a Slack message ts such as '1700000000.123456'"
 
@@ -63,6 +65,14 @@ def parse_since(value: str) -> float:
         ) from None
 
 
+def _clamped(value: Any, low: int, high: int) -> Any:
+    """A count out of range is brought into it (asking for 100 results gets the 50 allowed,
+    not an error round trip); anything not an integer is left for the type check to refuse."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return min(max(value, low), high)
+    return value
+
+
 class _Input(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -74,6 +84,11 @@ class ChannelContextInput(_Input):
         default=None, max_length=50
     )
     max_results: StrictInt = Field(default=8, ge=1, le=50)
+
+    @field_validator("max_results", mode="before")
+    @classmethod
+    def _clamp_results(cls, value: Any) -> Any:
+        return _clamped(value, 1, 50)
 
     @field_validator("intent")
     @classmethod
@@ -95,6 +110,11 @@ class ChannelMessagesInput(_Input):
     message_ids: list[StrictStr] | None = Field(default=None, min_length=1, max_length=50)
     media_artifact_id: StrictStr | None = None
     max_replies: StrictInt = Field(default=50, ge=1, le=500)
+
+    @field_validator("max_replies", mode="before")
+    @classmethod
+    def _clamp_replies(cls, value: Any) -> Any:
+        return _clamped(value, 1, 500)
 
     @field_validator("thread_id")
     @classmethod

@@ -247,8 +247,8 @@ def repaired(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``messages`` made valid again: what an empty ``end_turn`` or a ``max_tokens`` stop in the
     middle of a ``tool_use`` leaves behind (and old session logs may hold) would make every
     later request in the thread fail. Roles and order are kept, so turns still alternate:
-    unanswered tool uses and orphan tool results are dropped, empty text blocks removed, and a
-    message left empty says so in words."""
+    unanswered tool uses and orphan tool results are dropped, tool results moved first, empty
+    text blocks removed, and a message left empty says so in words."""
     fixed: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
         blocks = message.get("content")
@@ -268,6 +268,8 @@ def repaired(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             kept = [
                 b for b in kept if b.get("type") != "tool_result" or b.get("tool_use_id") in asked
             ]
+            # Results first, as the API wants them; the rest keeps its order.
+            kept.sort(key=lambda b: b.get("type") != "tool_result")
         if not kept:
             text = NO_ANSWER if message.get("role") == "assistant" else NO_CONTENT
             kept = [{"type": "text", "text": text}]

@@ -28,6 +28,8 @@ from chanctx.bot.channel_view import EngineView
 from chanctx.bot.claude.answers import Answer, ToolCall, Turn
 from chanctx.bot.claude.prompt import CONTEXT_HEADER, system_prompt
 from chanctx.bot.claude.recipe_runner import RecipeRunner
+from chanctx.bot.claude.request_fit import estimate_tokens, fit_request
+from chanctx.bot.claude.request_rules import NO_ANSWER, problems, repaired
 from chanctx.bot.claude.session_media import (
     Attached,
     Located,
@@ -92,6 +94,7 @@ class SessionSettings:
     # Claude can always ask for one file with channel_messages(media_artifact_id=...).
     attach_media: bool = False
     deadline_seconds: float = 120.0  # the whole turn with Claude, tool rounds included
+    slack_fetches_per_turn: int = 3  # Slack fetches the tools may make for one answer
 
 
 @dataclass
@@ -124,6 +127,7 @@ class _Loop:
     usage: dict[str, int] = field(default_factory=dict)
     last_usage: Any = None
     manifest_changed: bool = False
+    stop_reason: str | None = None
 
 
 def _usage_sum(total: dict[str, int], usage: Any) -> None:
@@ -164,6 +168,49 @@ def _package_end(message: dict[str, Any]) -> int | None:
         if text.startswith(CONTEXT_HEADER) or text.startswith(_THREAD_PREFIX):
             found = index
     return found
+
+
+CONTEXT_BLOCK_HEAD = "# Context Block: "
+_EMPTY_ANSWER = (
+    "_I could not produce an answer this time (the model returned an empty reply). "
+    "Please ask again, perhaps more specifically._"
+)
+_CUT_OFF_EMPTY = (
+    "_I ran out of room before I could answer (the output limit was reached while I was "
+    "looking something up). Please ask again, perhaps about a narrower part._"
+)
+_CUT_OFF = "\n\n_(This answer was cut off at the output limit of {limit:,} tokens.)_"
+
+
+class InvalidRequest(ChanctxError):
+    """A request the Messages API would refuse: a bug of ours, said in words, never sent."""
+
+
+def _check(request: dict[str, Any]) -> None:
+    wrong = problems(request)
+    if wrong:
+        raise InvalidRequest(f"the request to Claude would be refused: {'; '.join(wrong)}")
+
+
+def _is_question(message: dict[str, Any]) -> bool:
+    """A user message that opens a turn (not one that only carries tool results)."""
+    content = message.get("content")
+    if message.get("role") != "user":
+        return False
+    if not isinstance(content, list):
+        return True
+    return not any(b.get("type") == "tool_result" for b in content)
+
+
+def _last_turns(messages: list[dict[str, Any]], keep: int | None) -> list[dict[str, Any]]:
+    """The last ``keep`` turns of a conversation (a recipe journal's ``max_iterations``);
+    all of it when ``keep`` is None."""
+    if not keep:
+        return messages
+    starts = [i for i, m in enumerate(messages) if _is_question(m)]
+    if len(starts) <= keep:
+        return messages
+    return messages[starts[-keep] :]
 
 
 def _final_text(message: dict[str, Any]) -> str:
@@ -257,7 +304,7 @@ class ClaudeResponder:
     def _load(self, session: _Session, entries: list[Entry]) -> None:
         state = rebuild(entries)
         session.last_answer = _last_answer(entries)
-        session.messages = state.messages
+        session.messages = repaired(state.messages)  # a log from before the repair, too
         session.turn = state.turn
         session.context_attached = state.context_attached_turn is not None
         session.last_seen_ts = (state.custom.get(_LAST_SEEN) or {}).get("ts")
@@ -291,7 +338,13 @@ class ClaudeResponder:
             return Answer(text=session.last_answer[1] or None)
         fitted = self._load_recipe(session, turn)
         system = self._system(session)
-        attaching = not session.context_attached
+        past = _last_turns(session.messages, session.keep_turns)
+        # The recipe's journal keeps the last N turns; once the turn carrying the context
+        # package slides out of them, this turn carries a fresh one.
+        slid_out = session.context_attached and not any(
+            m["role"] == "user" and _package_end(m) is not None for m in past
+        )
+        attaching = not session.context_attached or slid_out
         blocks: list[dict[str, Any]] = []
         if attaching:
             context = self._fresh_context(turn, context, fitted)
@@ -301,12 +354,30 @@ class ClaudeResponder:
         media = self._media_blocks(session, turn, attaching=attaching)
         blocks += media.blocks
         blocks.append({"type": "text", "text": self._question(context)})
-        history = [*session.messages, {"role": "user", "content": blocks}]
+        history = [*past, {"role": "user", "content": blocks}]
+        if session.messages:
+            # Compact before sending, never after a 400: the estimate of what this request
+            # would cost decides, then the turn is built again on the compacted session.
+            size = estimate_tokens({"system": system, "messages": history}, self.counter.count)
+            try:
+                compacted = self._compact(session, size)
+            except (anthropic.APIError, ChanctxError) as error:
+                logger.warning("compaction of %s failed before sending: %s", session.key, error)
+                compacted = False
+            if compacted:
+                return self._respond(session, turn, context)
         loop = self._tool_loop(session, turn, system, history)
         loop.manifest_changed = loop.manifest_changed or media.manifest_changed
+        # An empty end_turn, or a max_tokens stop inside a tool_use, leaves messages no later
+        # request may carry: they are repaired before they are kept, and the user is told.
+        loop.messages = repaired(loop.messages)
         text = _final_text(loop.messages[-1])
+        if text == NO_ANSWER:
+            text = _EMPTY_ANSWER if loop.stop_reason != "max_tokens" else _CUT_OFF_EMPTY
+        elif loop.stop_reason == "max_tokens":
+            text += _CUT_OFF.format(limit=self.settings.max_tokens)
         self._finish(session, turn, loop, attaching=attaching, recipe_loaded=fitted is not None)
-        return Answer(text=text or None, tool_calls=loop.calls, usage=loop.usage)
+        return Answer(text=text, tool_calls=loop.calls, usage=loop.usage)
 
     def _load_recipe(self, session: _Session, turn: Turn) -> Fitted | None:
         """Read the recipe when the context is (re-)attached, not on every turn."""
@@ -315,7 +386,11 @@ class ClaudeResponder:
         fitted = self.recipe.assemble(
             run_id=session.key.thread_ts, channel=turn.channel, thread_ts=turn.thread_ts
         )
-        session.recipe_texts = [b.text for b in fitted.blocks if b.text.strip()]
+        # Seed 000's framing: each block says which source it is, so Claude (and a reader of
+        # --requests-out) can tell the runbook from the computed status.
+        session.recipe_texts = [
+            f"{CONTEXT_BLOCK_HEAD}{b.name}\n\n{b.text}" for b in fitted.blocks if b.text.strip()
+        ]
         session.keep_turns = fitted.journal_max_iterations
         if session.keep_turns == 0:  # no journal source: each turn stands alone
             session.messages, session.context_attached = [], False
@@ -375,7 +450,12 @@ class ClaudeResponder:
     ) -> _Loop:
         """Ask Claude, run the tools it calls, until it answers or the rounds run out."""
         tools = ChannelTools(
-            EngineView(self.engine, turn.context_channel, hidden={turn.anchor_ts}),
+            EngineView(
+                self.engine,
+                turn.context_channel,
+                hidden={turn.anchor_ts},
+                fetch_budget=self.settings.slack_fetches_per_turn,
+            ),
             names=self.engine.names,
             counter=self.counter,
             output_budget_tokens=self.settings.tool_output_budget,
@@ -396,9 +476,16 @@ class ClaudeResponder:
             }
             if last_round:  # after the last allowed round of tools, ask for the answer itself
                 request["tool_choice"] = {"type": "none"}
+            left_out = fit_request(
+                request,
+                count=self.counter.count,
+                token_budget=int(self.settings.context_window * self.settings.compaction_threshold),
+            )
+            if left_out:
+                logger.info("left %d attachments out of a request: %s", len(left_out), left_out)
             response = self._create(request)
             _usage_sum(loop.usage, response.usage)
-            loop.last_usage = response.usage
+            loop.last_usage, loop.stop_reason = response.usage, response.stop_reason
             assistant = {
                 "role": "assistant",
                 "content": [b.model_dump(exclude_none=True) for b in response.content],
@@ -446,6 +533,7 @@ class ClaudeResponder:
     def _create(self, request: dict[str, Any]) -> anthropic.types.Message:
         # Plain dicts are what is logged and replayed; the SDK's TypedDicts describe the same.
         create: Callable[..., anthropic.types.Message] = self.client.messages.create
+        _check(request)  # every request, the summarizing one too, obeys the documented rules
         deadline = _DEADLINE.get()
         if deadline is None:
             return create(**request)
@@ -562,7 +650,7 @@ class ClaudeResponder:
         session.last_answer = (turn.anchor_ts, _final_text(messages[-1]))
 
     def _maybe_compact(self, session: _Session, last_usage: Any) -> None:
-        if self.settings.compaction == "off" or last_usage is None:
+        if last_usage is None:
             return
         size = sum(
             int(getattr(last_usage, n, 0) or 0)
@@ -573,22 +661,29 @@ class ClaudeResponder:
                 "output_tokens",
             )
         )
-        if not needs_compaction(
+        self._compact(session, size)
+
+    def _compact(self, session: _Session, size: int) -> bool:
+        """Fold old turns into a digest if ``size`` tokens reach the threshold; True if done."""
+        if self.settings.compaction == "off" or not needs_compaction(
             size, self.settings.context_window, self.settings.compaction_threshold
         ):
-            return
+            return False
         keep = session.keep_turns if session.keep_turns else self.settings.keep_turns
         result = trim(session.messages, keep_turns=keep, counter=self.counter)
         if not result.compacted:
-            return  # nothing old enough to fold away yet
+            return False  # nothing old enough to fold away yet
         strategy: Literal["trim", "summarize"] = "trim"
         if self.settings.compaction == "summarize":
             logger.info("compacting %s with an explicit summarize call", session.key)
-            summary = self.client.messages.create(
-                model=self.settings.model,
-                max_tokens=1_024,
-                system="Summarize this Slack thread conversation for your own later reference.",
-                messages=[{"role": "user", "content": summarize_request(result.replaced)}],
+            summary = self._create(
+                {
+                    "model": self.settings.model,
+                    "max_tokens": 1_024,
+                    "system": "Summarize this Slack thread conversation for your own later "
+                    "reference.",
+                    "messages": [{"role": "user", "content": summarize_request(result.replaced)}],
+                }
             )
             text = "\n".join(b.text for b in summary.content if b.type == "text").strip()
             if text:
@@ -606,3 +701,4 @@ class ClaudeResponder:
         logger.info("compacted %s (%s): %d tokens before", session.key, strategy, size)
         # The log is the truth: the next turn re-attaches fresh context.
         self._load(session, session.log.entries())
+        return True

@@ -100,6 +100,7 @@ class OfflineBot:
             history=IndexedHistory(
                 max_messages_per_channel=history_per_channel, max_bytes=history_mb * 2**20
             ),
+            clock=self.clock,
         )
         self.anthropic: FakeAnthropicAPI | None = None
         self.claude_client: anthropic.Anthropic | None = None

@@ -7,6 +7,7 @@ the same report byte for byte.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -15,6 +16,7 @@ from chanctx.bot.claude.answers import Responder, TurnResult
 from chanctx.bot.claude.recipe_runner import RecipeRunner
 from chanctx.bot.claude.session import SessionSettings
 from chanctx.bot.engine import ContextSettings
+from chanctx.bot.replay.fake_anthropic import RecordedRequest
 from chanctx.bot.replay.fixture import Fixture
 from chanctx.bot.replay.offline import OfflineBot
 
@@ -32,6 +34,7 @@ class ReplayOptions:
     recipe: RecipeRunner | None = None
     history_per_channel: int = 5_000  # messages kept per channel (the search window)
     history_mb: int = 256  # memory all channels' history may hold
+    requests_out: Path | None = None  # write each Messages API request body here (JSONL)
 
 
 def turn_report(result: TurnResult) -> dict[str, Any]:
@@ -59,6 +62,8 @@ def turn_report(result: TurnResult) -> dict[str, Any]:
         ],
         "reply": result.reply,
         "error": result.error,
+        # Rate-limit seconds the turn waited for Slack (virtual time in replay).
+        "waited_s": round(built.waited_s, 3) if built is not None else 0.0,
     }
 
 
@@ -86,13 +91,28 @@ def replay(
         for envelope in fixture.envelopes:
             bot.dispatch(envelope)
         results = sorted(bot.runtime.runner.results, key=lambda r: float(r.turn.anchor_ts))
+        claude = _claude_totals(results)
+        if bot.anthropic is not None:
+            # Requests the fake refused for breaking the API's rules: 0 unless we have a bug.
+            claude["rejected"] = len(bot.anthropic.rejected)
+            if options.requests_out is not None:
+                _write_requests(bot.anthropic.requests, options.requests_out)
         return {
             "fixture": str(fixture.path),
             "events": len(fixture.envelopes),
             "turns": [turn_report(result) for result in results],
             "slack_api_calls": dict(sorted(bot.slack.call_counts().items())),
-            "claude": _claude_totals(results),
+            "claude": claude,
         }
+
+
+def _write_requests(requests: list[RecordedRequest], path: Path) -> None:
+    """What Claude was given, exactly: one request body a line, in the order sent."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as out:
+        for request in requests:
+            if request.method == "POST" and request.path.split("?")[0] == "/v1/messages":
+                out.write(json.dumps(request.body, sort_keys=True, ensure_ascii=False) + "\n")
 
 
 def _claude_totals(results: list[TurnResult]) -> dict[str, int]:

@@ -11,7 +11,10 @@ Where the token goes (users reported it sent to whatever URL a file object named
   host in ``allowed_hosts`` (default ``SLACK_FILE_HOSTS``) on the default port. Any other URL is
   refused before a single byte leaves the process.
 * Redirects are followed by hand (at most ``MAX_REDIRECTS``), never with the token, and only to
-  HTTPS: a signed CDN URL needs no token, and a redirect is exactly how a token would leak.
+  a Slack file host over HTTPS: a redirect is exactly how a token would leak, or how a download
+  would be pointed at the machine's own network. Every HTTPS connection goes to an address
+  checked to be public after DNS resolution (``safe_http.py``: no loopback, private or
+  link-local address, ever), and the total deadline holds inside reads.
 * ``allow_http_for`` names loopback ``host:port`` pairs (``127.0.0.1:PORT``) that act as Slack
   file hosts over plain HTTP, for tests and offline replays against ``FakeSlackAPI``. It is a
   constructor argument only (no setting or environment variable turns it on) and it refuses
@@ -35,8 +38,12 @@ What Claude accepts (Anthropic Messages API, checked against the vision and PDF-
   carries more than 20 images: the caller's concern). The type is taken from the bytes, not
   from Slack's label, because the API rejects an image whose bytes disagree with its
   media_type.
-* PDF: ``document`` blocks, 32 MB per request and 100 pages; the page count here is a
-  best-effort scan (pages inside compressed object streams are not seen).
+* PDF: ``document`` blocks, 32 MB per request and 100 pages, counted with pypdf (pages inside
+  compressed object streams included); a longer PDF is refused with a note saying so.
+* images Pillow can read are scaled down to 1,568 px on the long side when larger (the size
+  Anthropic recommends; the API would scale them itself), and re-encoded until their base64 fits
+  5 MB: never refused for their size. That also keeps them under 2,000 px for requests with
+  more than 20 images.
 * text: sent as a ``text`` block, decoded as UTF-8. Its token cost is the caller's to budget.
 """
 
@@ -58,6 +65,15 @@ from http.client import HTTPException, HTTPResponse
 from typing import Any, Final, Literal, cast
 from urllib.parse import SplitResult, urljoin, urlsplit
 
+from chanctx.bot.claude.request_rules import pdf_pages
+from chanctx.bot.slack.image_fit import fit_image
+from chanctx.bot.slack.safe_http import (
+    NotPublic,
+    Resolver,
+    VettedHTTPSHandler,
+    read_within,
+    system_resolver,
+)
 from chanctx.cache import CachedMedia, MediaContentCache
 from chanctx.context import FileRef
 
@@ -121,6 +137,7 @@ FailureReason = Literal[
     "rate_limited",
     "http_error",
     "redirect_refused",
+    "refused_address",
     "timeout",
     "connection",
     "bad_content",
@@ -298,14 +315,6 @@ def _jpeg_size(data: bytes) -> tuple[int | None, int | None]:
     return None, None
 
 
-_PDF_PAGE: Final = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
-
-
-def _pdf_pages(data: bytes) -> int:
-    """Page objects visible in the file (not those inside compressed object streams)."""
-    return len(_PDF_PAGE.findall(data))
-
-
 # --- the fetcher ---------------------------------------------------------------------------
 
 
@@ -367,9 +376,11 @@ class MediaFetcher:
         cache: MediaContentCache | None = None,
         allow_http_for: frozenset[str] = frozenset(),
         total_timeout: float | None = None,
+        resolve: Resolver = system_resolver,
     ) -> None:
         """``timeout`` bounds connecting and each read; ``total_timeout`` (default: 3x
-        ``timeout``) bounds a whole download, so a server trickling bytes cannot hold a turn."""
+        ``timeout``) bounds a whole download, so a server trickling bytes cannot hold a turn.
+        ``resolve`` turns a host name into addresses (tests name the answer DNS would give)."""
         if not _HTTP_HEADER_VALUE.match(token):
             # Do not echo the value: it is a secret, and a malformed one still mostly is.
             raise ValueError("token has characters not allowed in an HTTP header")
@@ -386,7 +397,8 @@ class MediaFetcher:
         handlers = (_KeepResponses(), _NoRedirects())
         # Production: proxies from the environment, like any HTTPS client (TLS runs end to end
         # through a proxy's CONNECT tunnel, so the proxy never sees the token).
-        self._opener = urllib.request.build_opener(*handlers)
+        # Every HTTPS connection goes to an address checked to be public (safe_http.py).
+        self._opener = urllib.request.build_opener(VettedHTTPSHandler(resolve), *handlers)
         # Loopback test servers are never reached through a proxy.
         self._direct = urllib.request.build_opener(urllib.request.ProxyHandler({}), *handlers)
 
@@ -436,15 +448,9 @@ class MediaFetcher:
             self._check_size(ref.byte_length, kind)
 
     def _check_size(self, n: int, kind: MediaKind) -> None:
+        # An image over the API's 5 MB is downloaded all the same: it is scaled down after.
         if n > self._max_bytes:
             raise _Failed("too_large", f"it is larger than {size_label(self._max_bytes)}")
-        if kind == "image" and _base64_length(n) > API_IMAGE_MAX_BASE64_BYTES:
-            raise _Failed(
-                "too_large",
-                f"the image is {size_label(n)}, over the Messages API's "
-                f"{size_label(API_IMAGE_MAX_BASE64_BYTES)} limit (counted in base64, so about "
-                f"{size_label(API_IMAGE_MAX_BASE64_BYTES * 3 // 4)} of image)",
-            )
         if kind == "document" and n > PDF_MAX_BYTES:
             raise _Failed("too_large", f"the PDF is larger than {size_label(PDF_MAX_BYTES)}")
 
@@ -497,14 +503,23 @@ class MediaFetcher:
         raise _Failed("http_error", f"more than {MAX_REDIRECTS} redirects")
 
     def _redirect_target(self, current: str, location: str) -> str:
+        """Only to Slack's file hosts over HTTPS (the loopback fakes in tests): a redirect is
+        how a download would be pointed at the machine's own network."""
         target = urljoin(current, location.strip())
         parts = _split(target)
-        if parts.scheme == "https" and parts.hostname:
+        host = (parts.hostname or "").lower()
+        if parts.username is not None or parts.password is not None:
+            raise _Failed("redirect_refused", "Slack redirected it to a URL with credentials")
+        if parts.scheme == "https" and host in self._allowed_hosts and parts.port in (None, 443):
             return target
         if parts.scheme == "http" and parts.netloc.lower() in self._http_ok:
             return target
-        where = parts.hostname or "an unknown host"
-        raise _Failed("redirect_refused", f"Slack redirected it to a non-HTTPS URL on {where}")
+        where = host or "an unknown host"
+        if parts.scheme != "https":
+            raise _Failed("redirect_refused", f"Slack redirected it to a non-HTTPS URL on {where}")
+        raise _Failed(
+            "redirect_refused", f"Slack redirected it to {where}, which is not a Slack file host"
+        )
 
     def _open(self, url: str, auth: str | None, host: str) -> HTTPResponse:
         request = urllib.request.Request(url, method="GET")
@@ -519,6 +534,11 @@ class MediaFetcher:
 
     def _transport_failure(self, error: BaseException, host: str) -> _Failed:
         cause = error.reason if isinstance(error, urllib.error.URLError) else error
+        if isinstance(cause, NotPublic):
+            return _Failed(
+                "refused_address",
+                f"{host} resolves to a non-public address, so nothing was fetched",
+            )
         if isinstance(cause, TimeoutError):
             return _Failed(
                 "timeout", f"{host} did not answer within {self._timeout:g} s", retryable=True
@@ -567,8 +587,14 @@ class MediaFetcher:
                     retryable=True,
                 )
             try:
-                chunk = response.read(_CHUNK)
+                chunk = read_within(response, _CHUNK, deadline=deadline, timeout=self._timeout)
             except (TimeoutError, HTTPException, OSError) as error:
+                if isinstance(error, TimeoutError) and time.monotonic() >= deadline:
+                    raise _Failed(
+                        "timeout",
+                        f"the download from {host} took longer than {self._total_timeout:g} s",
+                        retryable=True,
+                    ) from None
                 if isinstance(error, TimeoutError):
                     raise _Failed(
                         "timeout", f"{host} stopped sending for {self._timeout:g} s", retryable=True
@@ -597,6 +623,18 @@ class MediaFetcher:
             sniffed = _sniff_image(content)
             if sniffed is None:
                 raise _Failed("bad_content", "its bytes are not a JPEG, PNG, GIF or WebP image")
+            fitted = fit_image(content)
+            if fitted is not None:  # Pillow read it: scaled within every limit Claude has
+                data, fitted_type, fitted_w, fitted_h = fitted
+                return FetchedMedia(ref, fitted_type, kind, data, from_cache, fitted_w, fitted_h)
+            # Pillow could not decode it: what the header says decides.
+            if _base64_length(len(content)) > API_IMAGE_MAX_BASE64_BYTES:
+                raise _Failed(
+                    "too_large",
+                    f"the image is {size_label(len(content))}, over the Messages API's "
+                    f"{size_label(API_IMAGE_MAX_BASE64_BYTES)} limit (counted in base64, so "
+                    f"about {size_label(API_IMAGE_MAX_BASE64_BYTES * 3 // 4)} of image)",
+                )
             media_type, width, height = sniffed
             if width is not None and height is not None and max(width, height) > MAX_IMAGE_SIDE:
                 raise _Failed(
@@ -608,7 +646,7 @@ class MediaFetcher:
         if kind == "document":
             if not content.lstrip()[:5] == b"%PDF-":
                 raise _Failed("bad_content", "its bytes are not a PDF")
-            pages = _pdf_pages(content)
+            pages = pdf_pages(content) or 0  # pypdf: object streams counted too
             if pages > PDF_MAX_PAGES:
                 raise _Failed(
                     "too_large", f"the PDF has {pages} pages; Claude reads at most {PDF_MAX_PAGES}"

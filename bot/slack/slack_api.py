@@ -21,6 +21,8 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Final, Literal
 
 from cachetools import TTLCache
@@ -33,7 +35,7 @@ from pydantic import ValidationError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-__all__ = ["Overflow", "SlackFetcher", "SlackUnavailable"]
+__all__ = ["Overflow", "SlackFetcher", "SlackUnavailable", "ThreadFetch"]
 
 logger = logging.getLogger("chanctx.slack_api")
 
@@ -50,6 +52,23 @@ _MAX_BACKOFF: Final = 8.0
 _TRANSIENT_ERRORS: Final = frozenset(
     {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 )
+
+
+@dataclass(frozen=True)
+class ThreadFetch:
+    """What ``fetch_thread_newest`` got: root first (if returned), replies oldest first."""
+
+    messages: list[Message]
+    complete: bool  # every reply up to the asked ts is in ``messages``
+    waited: float  # rate-limit seconds spent getting them
+    # When not complete: every reply from ``read_back_to`` up to the asked one was read, and
+    # every one up to ``read_up_to`` from the root; a later fetch reads what lies between.
+    read_back_to: str | None = None
+    read_up_to: str | None = None
+
+
+def _ts_text(value: Decimal) -> str:
+    return f"{value:.6f}"
 
 
 class SlackUnavailable(ChanctxError):
@@ -106,7 +125,8 @@ class SlackFetcher:
         self.overflow: Overflow = overflow
         self._max_pages = max_pages
         self._page_size = page_size
-        self._sleep = sleep
+        self._sleep = self._counted(sleep)
+        self._slept = 0.0  # seconds spent waiting (rate limits, backoff): waited_s per turn
         self._max_retries = max_retries
         self.api_calls: Counter[str] = Counter()
         self._lock = threading.Lock()  # guards api_calls and the name caches
@@ -161,6 +181,110 @@ class SlackFetcher:
                 len(found),
             )
         return self._thread_order(found, thread_ts)
+
+    def fetch_thread_newest(
+        self,
+        channel: str,
+        root_ts: str,
+        *,
+        until: str,
+        after: str | None = None,
+        expected_replies: int = 0,
+        wait_budget: float = 60.0,
+    ) -> ThreadFetch:
+        """The replies up to ``until`` (inclusive) and after ``after`` (everything up to it
+        was read already; default the root), newest first: the part of a thread a
+        question at ``until`` is about comes before its old beginning.
+
+        ``conversations.replies`` lists a thread oldest first, so the thread is read in time
+        windows going back from ``until``, each sized from Slack's ``reply_count``
+        (``expected_replies``) to hold about one page. A window that holds more (``has_more``)
+        is narrowed from the top and asked again (what came is kept); an empty one makes the
+        next window four times wider. It stops at the root (``complete``) or when the next call
+        would take the rate-limit waiting past ``wait_budget`` seconds: a partial fetch, which
+        the caller must not cache as the whole thread; ``read_back_to`` says where a later
+        fetch goes on. ``waited`` is the rate-limit time spent (replay's virtual time too).
+        """
+        start, latest = Decimal(after or root_ts), Decimal(until)
+        span = self._first_span(start, latest, expected_replies)
+        found: dict[str, Message] = {}
+        waited = 0.0
+        method = "conversations.replies"
+        while True:
+            oldest = max(start, latest - span)
+            wait = self._limiter.wait_time(method)
+            if waited + wait > wait_budget:
+                return self._partial_thread(found, root_ts, waited, latest, start)
+            params: dict[str, Any] = {
+                "channel": channel, "ts": root_ts, "limit": self._page_size,
+                "oldest": _ts_text(oldest), "latest": _ts_text(latest), "inclusive": True,
+            }  # fmt: skip
+            before = self._slept
+            try:
+                data = self._call(method, params)
+            except (RateLimited, SlackUnavailable):
+                if not found:
+                    raise
+                return self._partial_thread(found, root_ts, waited, latest, start)
+            finally:
+                waited += self._slept - before
+            if data is None:  # no such thread (any more)
+                return ThreadFetch(self._thread_order(found, root_ts), True, waited)
+            page = self._messages(data, channel)
+            found.update((m.ts, m) for m in page)
+            if (data.get("response_metadata") or {}).get("next_cursor"):
+                # Only the window's oldest page came. If the window reached back to what is
+                # read already, that page extends it; either way ask for the top half next.
+                replies = [Decimal(m.ts) for m in page if m.ts != root_ts]
+                if oldest <= start and replies:
+                    start = max(replies)
+                span = (latest - max(oldest, start)) / 2
+                continue
+            if oldest <= start:
+                return ThreadFetch(self._thread_order(found, root_ts), True, waited)
+            # Replies this window added (its top bound is a reply known already).
+            in_window = sum(1 for m in page if m.ts != root_ts and Decimal(m.ts) < latest)
+            latest = oldest
+            span = (
+                span * 4
+                if not in_window
+                else self._next_span(start, latest, expected_replies, found)
+            )
+
+    def _first_span(self, start: Decimal, end: Decimal, expected: int) -> Decimal:
+        """A window back from ``end`` holding about 80% of a page, if replies were spread
+        evenly since the root; at least a minute."""
+        length = max(end - start, Decimal(1))
+        if expected <= 0:
+            return length
+        per_second = Decimal(expected) / length
+        return min(length, max(Decimal(60), Decimal(self._page_size) * Decimal("0.8") / per_second))
+
+    def _next_span(
+        self, start: Decimal, latest: Decimal, expected: int, found: Mapping[str, Message]
+    ) -> Decimal:
+        """The next window back: about one page of what is left by Slack's reply count, all of
+        the rest once a page holds it."""
+        left = expected - max(len(found) - 1, 0)  # the root is in ``found`` too
+        if expected <= 0 or left <= self._page_size:
+            return latest - start
+        return max(Decimal(60), (latest - start) * Decimal(self._page_size) * Decimal("0.9") / left)
+
+    def _partial_thread(
+        self,
+        found: Mapping[str, Message],
+        root_ts: str,
+        waited: float,
+        read_back_to: Decimal,
+        read_up_to: Decimal,
+    ) -> ThreadFetch:
+        return ThreadFetch(
+            self._thread_order(found, root_ts),
+            False,
+            waited,
+            _ts_text(read_back_to),
+            _ts_text(read_up_to),
+        )
 
     def fetch_message(self, channel: str, ts: str) -> Message | None:
         """One message by ts, or None if Slack has none.
@@ -222,6 +346,14 @@ class SlackFetcher:
         )
 
     # --- internals -----------------------------------------------------------------------
+
+    def _counted(self, sleep: Callable[[float], None]) -> Callable[[float], None]:
+        def counted(seconds: float) -> None:
+            with self._lock:
+                self._slept += max(0.0, seconds)
+            sleep(seconds)
+
+        return counted
 
     def _name(
         self,

@@ -1,0 +1,58 @@
+"""Threads in the engine: a root that left the history is still known from the thread-starter
+cache (seed 003: 6 h, 2,000 roots), so a thread kept current by events is never fetched again
+just because its root was evicted."""
+
+from __future__ import annotations
+
+import copy
+
+from chanctx.bot.replay.offline import OfflineBot
+
+from .slack_events import CHANNEL, STATE, envelope, mention_pair, message, ts
+
+ROOT = ts(1)
+
+
+def test_a_thread_whose_root_left_the_history_is_answered_without_a_fetch() -> None:
+    with OfflineBot(copy.deepcopy(STATE), history_per_channel=10) as bot:
+        bot.dispatch(envelope(message(ROOT, "Checkout 502s since the deploy")))
+        for n in range(3):
+            reply = message(ts(2 + n), f"reply {n}", user="U2", thread_ts=ROOT)
+            bot.dispatch(envelope(reply))
+        for n in range(6):  # channel chatter: the root is the oldest, and goes first
+            bot.dispatch(envelope(message(ts(10 + n), f"lunch plans {n}", user="U3")))
+        for item in mention_pair(ts(20), "what broke?", thread_ts=ROOT):
+            bot.dispatch(item)
+        assert bot.engine.history.get(CHANNEL, ROOT) is None  # evicted by the bound
+        (result,) = bot.runtime.runner.results
+        assert result.context is not None and result.context.thread is not None
+        assert result.context.thread.root.text == "Checkout 502s since the deploy"
+        assert [r.text for r in result.context.thread.replies] == [
+            "reply 0",
+            "reply 1",
+            "reply 2",
+        ]
+        assert bot.slack.call_counts().get("conversations.replies", 0) == 0
+        assert result.context.notes == ()
+
+
+def test_without_the_root_anywhere_the_thread_is_fetched_once() -> None:
+    state = copy.deepcopy(STATE)
+    state["history"] = {
+        CHANNEL: [
+            {"type": "message", "user": "U1", "text": "Old incident root", "ts": ROOT,
+             "thread_ts": ROOT, "reply_count": 1},
+            {"type": "message", "user": "U2", "text": "old reply", "ts": ts(2),
+             "thread_ts": ROOT, "parent_user_id": "U1"},
+        ]
+    }  # fmt: skip
+    with OfflineBot(state) as bot:
+        for item in mention_pair(ts(20), "what happened here?", thread_ts=ROOT):
+            bot.dispatch(item)
+        for item in mention_pair(ts(40), "and now?", thread_ts=ROOT):
+            bot.dispatch(item)
+        first, second = bot.runtime.runner.results
+        for result in (first, second):
+            assert result.context is not None and result.context.thread is not None
+            assert result.context.thread.replies[0].text == "old reply"
+        assert bot.slack.call_counts()["conversations.replies"] == 1
