@@ -175,12 +175,16 @@ class ContextEngine:
         elif isinstance(action, Record):
             self.history.record(action.message)
             message = action.message
-            # A reply advances its root's reply count: the starter cache keeps that copy.
+            # A reply advances its root's reply count: the starter cache keeps that copy, or
+            # advances its own when the root has left the history.
             root = (
                 self.history.get(message.channel, message.root_ts) if message.is_reply else message
             )
             if root is not None:
                 self._remember_root(root)
+            elif self.starters is not None:
+                known = len(self.history.replies(message.channel, message.root_ts))
+                self.starters.on_reply(message, known)
             if self.threads is not None:
                 self.threads.on_message(action.message)
         elif isinstance(action, Edit):
@@ -226,6 +230,17 @@ class ContextEngine:
         """Keep a thread root (caller holds the lock); other messages are not roots."""
         if self.starters is not None and not message.is_reply and message.reply_count:
             self.starters.put(message)
+
+    def _thread_replies(self, channel: str, root_ts: str) -> list[Message]:
+        """A thread's replies, oldest first: history's, plus those only the thread cache still
+        holds (history is bounded per channel; a long thread outlives its oldest replies there).
+        Caller holds the lock."""
+        known = self.history.replies(channel, root_ts)
+        cached = self.threads.peek(channel, root_ts) if self.threads is not None else None
+        if cached is None or len(cached.replies) <= len(known):
+            return known
+        merged = {m.ts: m for m in cached.replies} | {m.ts: m for m in known}
+        return sorted(merged.values(), key=lambda m: ts_key(m.ts))
 
     def _root(self, channel: str, root_ts: str) -> Message | None:
         """A thread's root from history, else from the starter cache (caller holds the lock)."""
@@ -307,7 +322,9 @@ class ContextEngine:
                 self._fetched[key] = self.clock()
             elif fetched.read_back_to is not None:
                 self._partial[key] = (fetched.read_back_to, fetched.read_up_to)
-        if not fetched.complete:
+        if not fetched.complete and key in self._fetched:
+            notes.append(self._stale_note(key, "Slack's rate limit on conversations.replies"))
+        elif not fetched.complete:
             total = root.reply_count if root else len(replies)
             notes.append(
                 f"This thread has {total} replies; {len(replies)} are included, newest first, "
@@ -352,7 +369,7 @@ class ContextEngine:
         with self._lock:
             return (
                 self._root(channel, thread_ts),
-                self.history.replies(channel, thread_ts),
+                self._thread_replies(channel, thread_ts),
                 notes,
             )
 
@@ -414,7 +431,7 @@ class ContextEngine:
         with self._lock:
             timeline = self.history.timeline(around)
             root = self._root(channel, anchor.root_ts)
-            replies = self.history.replies(channel, anchor.root_ts)
+            replies = self._thread_replies(channel, anchor.root_ts)
         snapshot = build_channel_snapshot(
             # In the pane the question is placed in the viewed channel, at its own time.
             anchor.model_copy(update={"channel": viewed, "thread_ts": None}) if viewed else anchor,

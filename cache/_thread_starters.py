@@ -13,7 +13,14 @@ from typing import Protocol
 
 from cachetools import Cache, TTLCache
 from chanctx.cache._clock import Clock, check_ttl
-from chanctx.cache._history import check_positive_int, edited, merge_root, tombstone, ts_key
+from chanctx.cache._history import (
+    check_positive_int,
+    edited,
+    merge_root,
+    tombstone,
+    ts_key,
+    with_new_reply,
+)
 from chanctx.context import Message
 
 __all__ = ["MessageFetcher", "ThreadStarterCache"]
@@ -90,6 +97,13 @@ class ThreadStarterCache:
         old = self._peek(key)
         self._cache[key] = _Slot(merge_root(msg, None if old is None else old.msg, ()))
         return True
+
+    def on_reply(self, reply: Message, known: int) -> None:
+        """A reply arrived: advance its cached root's thread metadata (``known`` counts the
+        replies known, it included), so the root still tells whether the thread is whole."""
+        slot = self._peek((reply.channel, ts_key(reply.root_ts)))
+        if slot is not None and reply.is_reply:
+            slot.msg = with_new_reply(slot.msg, reply, known)
 
     def on_edit(self, channel: str, ts: str, *, text: str, edited_ts: str | None = None) -> None:
         """Apply an edit to a cached root (its TTL is unchanged)."""

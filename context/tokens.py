@@ -125,7 +125,6 @@ _T_DIGIT: Final = _table(_DIGITS)
 _T_PUNCT: Final = _table(_PUNCT)
 _T_SPACE: Final = _table(_SPACE)
 _T_NON_ASCII: Final = _table(_NON_ASCII)
-_T_RARE: Final = _table(b"jkqvwxzJKQVWXZ")
 
 # Non-ASCII code points are classed by their UTF-8 lead byte (continuation bytes map to "."), which
 # separates scripts with very different costs without decoding: Latin-1 accents (C2-C3), other
@@ -185,8 +184,6 @@ FEATURES: Final = (
     "cjk",  # lead E3-ED
     "private_fullwidth",  # lead EE-EF
     "astral",  # lead F0-F4
-    "rare_letters",  # j k q v w x z: rare in words a tokenizer learned, so split off
-    "rare_next",  # a letter right after a rare one: invented names split at every such pair
 )
 
 # Excess features and the run feature whose weight bounds theirs: (excess index, k, runs index).
@@ -222,7 +219,6 @@ def features(text: str) -> tuple[int, ...]:
     # Pure-ASCII text (most of it) skips the non-ASCII mask.
     non_ascii = 0 if data.isascii() else big(data.translate(_T_NON_ASCII), "big")
     long_letters = letter & (letter >> 8) & (letter >> 16) & (letter >> 24)
-    rare = big(data.translate(_T_RARE), "big")
     return (
         1,
         letter.bit_count(),
@@ -249,8 +245,6 @@ def features(text: str) -> tuple[int, ...]:
         classes.count(b"e"),
         classes.count(b"f"),
         classes.count(b"g"),
-        rare.bit_count(),
-        ((rare >> 8) & letter).bit_count(),
     )
 
 
@@ -288,8 +282,6 @@ _WEIGHTS: Final[dict[Family, dict[str, int]]] = {
         "cjk": 1450,
         "private_fullwidth": 2440,
         "astral": 3501,
-        "rare_letters": 0,
-        "rare_next": 0,
     },
     "claude_v4_8": {
         "nonempty": 1000,
@@ -317,8 +309,6 @@ _WEIGHTS: Final[dict[Family, dict[str, int]]] = {
         "cjk": 1450,
         "private_fullwidth": 4043,
         "astral": 3370,
-        "rare_letters": 0,
-        "rare_next": 0,
     },
 }
 

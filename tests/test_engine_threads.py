@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 
+from chanctx.bot.engine import ContextSettings
 from chanctx.bot.replay.offline import OfflineBot
 
 from .slack_events import CHANNEL, STATE, envelope, mention_pair, message, ts
@@ -56,3 +57,42 @@ def test_without_the_root_anywhere_the_thread_is_fetched_once() -> None:
             assert result.context is not None and result.context.thread is not None
             assert result.context.thread.replies[0].text == "old reply"
         assert bot.slack.call_counts()["conversations.replies"] == 1
+
+
+def test_a_thread_fetched_whole_is_served_stale_with_a_note_when_a_refresh_is_limited() -> None:
+    other = ts(300)
+    state = copy.deepcopy(STATE)
+    state["history"] = {
+        CHANNEL: [
+            {"type": "message", "user": "U1", "text": "Payments root", "ts": ROOT,
+             "thread_ts": ROOT, "reply_count": 3},
+            *[
+                {"type": "message", "user": "U2", "text": f"old reply {n}", "ts": ts(2 + n),
+                 "thread_ts": ROOT, "parent_user_id": "U1"}
+                for n in range(3)
+            ],
+            {"type": "message", "user": "U1", "text": "Another old thread", "ts": other,
+             "thread_ts": other, "reply_count": 1},
+            {"type": "message", "user": "U2", "text": "its reply", "ts": ts(301),
+             "thread_ts": other, "parent_user_id": "U1"},
+        ]
+    }  # fmt: skip
+    # No waiting allowed: a refresh that the one-a-minute limit would delay is not made.
+    settings = ContextSettings(max_wait_seconds=0)
+    with OfflineBot(state, settings=settings, history_per_channel=6) as bot:
+        for item in mention_pair(ts(400), "what happened?", thread_ts=ROOT):
+            bot.dispatch(item)
+        for n in range(8):  # chatter pushes the thread's replies out of the bounded history
+            bot.dispatch(envelope(message(ts(410 + n), f"chatter {n}", user="U3")))
+        # Six minutes on (the thread cache's 5 are over), another cold thread takes the
+        # minute's conversations.replies call, then the first thread is asked about again.
+        for item in mention_pair(ts(750), "and this one?", thread_ts=other):
+            bot.dispatch(item)
+        for item in mention_pair(ts(760), "anything new?", thread_ts=ROOT):
+            bot.dispatch(item)
+        first, _, third = bot.runtime.runner.results
+        assert first.context is not None and first.context.notes == ()
+        assert third.context is not None
+        (note,) = third.context.notes
+        assert "this thread comes from a copy fetched 6 min ago" in note
+        assert bot.slack.call_counts()["conversations.replies"] == 2

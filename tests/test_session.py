@@ -770,19 +770,25 @@ def busy_thread(bot: OfflineBot) -> None:
         say(bot, ts(20 + i), f"Channel chatter {i} about the quarterly planning offsite.")
 
 
+def recipe_in(tmp_path: Path, yaml_text: str) -> RecipeRunner:
+    """A recipe written to a fresh home directory, loaded as the bot loads it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "context.yaml").write_text(yaml_text)
+    return RecipeRunner(load_recipe(home), home=home, cwd=home)
+
+
 def test_a_recipe_journal_sends_only_its_last_turns_and_a_fresh_package(
     tmp_path: Path, data_dir: Path
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "context.yaml").write_text(
+    recipe = recipe_in(
+        tmp_path,
         "sources:\n"
         "  - type: journal\n"
         "    max_iterations: 1\n"
         "  - type: channel_snapshot\n"
-        "  - type: thread_context\n"
+        "  - type: thread_context\n",
     )
-    recipe = RecipeRunner(load_recipe(home), home=home, cwd=home)
     cassette = [answer("First.", 1), answer("Second.", 2), answer("Third.", 3)]
     with new_bot(data_dir, recipe=recipe, cassette=cassette) as bot:
         incident_thread(bot)
@@ -847,12 +853,9 @@ def test_a_recipes_snapshot_window_limits_the_adjacent_messages(
     tmp_path: Path, data_dir: Path
 ) -> None:
     """docs/recipe.md: ``window`` is "how many nearby messages to consider"."""
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "context.yaml").write_text(
-        "sources:\n  - type: channel_snapshot\n    window: 2\n  - type: thread_context\n"
+    recipe = recipe_in(
+        tmp_path, "sources:\n  - type: channel_snapshot\n    window: 2\n  - type: thread_context\n"
     )
-    recipe = RecipeRunner(load_recipe(home), home=home, cwd=home)
     with new_bot(data_dir, recipe=recipe, cassette=[answer("ok")]) as bot:
         for i in range(6):
             say(bot, ts(1 + i), f"Short note {i}", user="U1")
