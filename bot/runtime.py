@@ -27,7 +27,7 @@ from chanctx.bot.slack.markdown import split_markdown
 from chanctx.bot.slack.membership import MembershipChecker
 from chanctx.bot.slack.poster import Poster
 from chanctx.context import ChanctxError
-from chanctx.manifest_store import TurnJournal, TurnStore
+from chanctx.manifest_store import FeedbackStore, TurnJournal, TurnStore
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
@@ -59,6 +59,8 @@ class Runtime:
     assistant_threads: AssistantThreads = field(default_factory=AssistantThreads)
     # The durable queue and outbox; in memory unless serve/replay give it a data dir.
     turns: TurnStore = field(default_factory=lambda: TurnJournal(None))
+    # Reactions on answers, per turn (the playbook's signal); None records nothing.
+    feedback: FeedbackStore | None = None
     runner: AnswerRunner = field(init=False)
     membership: MembershipChecker = field(init=False)
     poster: Poster = field(init=False)
@@ -90,8 +92,31 @@ class Runtime:
             self._seen_events[event_id] = True
         return not self.turns.seen_event(event_id)
 
+    def close_stores(self) -> None:
+        """Close the files the runtime writes (the turn journal, the feedback log)."""
+        self.turns.close()
+        if self.feedback is not None:
+            self.feedback.close()
+
     def intake(self, event: Mapping[str, Any]) -> None:
         self.engine.handle(event)  # the engine locks its caches itself
+        if self.feedback is not None and event.get("type") in (
+            "reaction_added",
+            "reaction_removed",
+        ):
+            self._reaction(event)
+
+    def _reaction(self, event: Mapping[str, Any]) -> None:
+        """A person's :+1: / :-1: (and kin) on one of our answers is a vote on its turn."""
+        item, user, name = event.get("item"), event.get("user"), event.get("reaction")
+        if not isinstance(item, Mapping) or not isinstance(user, str) or not isinstance(name, str):
+            return
+        if user == self.engine.me.user_id:  # our own :eyes: is not feedback
+            return
+        channel, ts = item.get("channel"), item.get("ts")
+        if isinstance(channel, str) and isinstance(ts, str) and self.feedback is not None:
+            added = event.get("type") == "reaction_added"
+            self.feedback.record_reaction(channel, ts, user, name, added=added)
 
     def trigger(self, turn: Turn, event_id: str | None = None) -> bool:
         """Queue an answer durably unless this question is known (message + app_mention, or a
@@ -201,6 +226,8 @@ class Runtime:
             found = self.poster.already_posted(turn.channel, turn.thread_ts, key)
             for part, ts in found.items():
                 self.turns.mark_posted(key, part, ts)
+                if self.feedback is not None:
+                    self.feedback.record_answer(turn.channel, ts, key)
             posted = {**found, **posted}
         for index, text in enumerate(parts):
             if index not in posted:
@@ -208,6 +235,8 @@ class Runtime:
                     turn.channel, turn.thread_ts, text, turn_id=key, part=index
                 )
                 self.turns.mark_posted(key, index, posted[index])
+                if self.feedback is not None:
+                    self.feedback.record_answer(turn.channel, posted[index], key)
         self.turns.finish(key)
         return [posted[i] for i in sorted(posted)]
 

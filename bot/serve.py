@@ -25,7 +25,7 @@ from chanctx.bot.slack.media import MediaFetcher
 from chanctx.bot.slack.slack_api import SlackFetcher
 from chanctx.cache import Limiter, MediaContentCache, RateLimiter, RedisRateLimiter
 from chanctx.context import default_counter
-from chanctx.manifest_store import SessionStore, TurnJournal
+from chanctx.manifest_store import FeedbackStore, SessionStore, TurnJournal
 from chanctx.tools import IndexedHistory
 from slack_bolt import App
 from slack_sdk import WebClient
@@ -91,6 +91,7 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
             data_dir / "assistant_threads.jsonl" if data_dir else None
         ),
         turns=TurnJournal(data_dir),
+        feedback=FeedbackStore(data_dir),
         keep_results=200,  # memory stays flat however many answers a running bot gives
     )
 
@@ -147,7 +148,7 @@ def stop_answering(runtime: Runtime, grace: float = 1.5) -> bool:
     """After the server stopped: True if no answer is still running."""
     clean = runtime.runner.stop(grace)
     if clean:  # answers still running may yet write to the journal: never close it under them
-        runtime.turns.close()
+        runtime.close_stores()
     return clean
 
 

@@ -20,6 +20,7 @@ from chanctx.manifest_store._entries import (
     SessionStarted,
 )
 from chanctx.manifest_store._errors import InvalidSessionKey, SessionLogCorrupt
+from chanctx.manifest_store._feedback import FEEDBACK_FILE, FeedbackStore, Vote, verdict_of
 from chanctx.manifest_store._keys import SessionKey
 from chanctx.manifest_store._log import SessionLog, SessionStore
 from chanctx.manifest_store._manifest import (
@@ -36,6 +37,7 @@ __all__ = [
     "ATTACHMENT_MANIFEST",
     "CONTEXT_ATTACHED",
     "DIGEST_ACK",
+    "FEEDBACK_FILE",
     "MANIFEST_VERSION",
     "MAX_DIGEST_TOKENS",
     "MIN_DIGEST_TOKENS",
@@ -44,6 +46,7 @@ __all__ = [
     "CompactionEntry",
     "CustomEntry",
     "Entry",
+    "FeedbackStore",
     "InvalidSessionKey",
     "MessageEntry",
     "MessageParam",
@@ -58,11 +61,13 @@ __all__ = [
     "TrimResult",
     "TurnJournal",
     "TurnStore",
+    "Vote",
     "content_hash",
     "needs_compaction",
     "reattach_preamble",
     "rebuild",
     "summarize_request",
     "trim",
+    "verdict_of",
     "with_digest",
 ]

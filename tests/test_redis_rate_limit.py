@@ -181,7 +181,7 @@ def test_run_with_a_redis_url_spends_the_shared_budget(
             assert runtime.engine.slack.user_name("U1") == "Ana"
             assert client.exists("chanctx:T9:ratelimit:bucket:*") == 1
         finally:
-            runtime.turns.close()
+            runtime.close_stores()
             runtime.runner.close()
 
 

@@ -28,7 +28,7 @@ from chanctx.bot.slack.media import FetchedMedia, MediaFailure, MediaFetcher
 from chanctx.bot.slack.slack_api import SlackFetcher
 from chanctx.cache import MediaContentCache, RateLimiter, ThreadReplyCache
 from chanctx.context import FileRef, default_counter
-from chanctx.manifest_store import SessionStore, TurnJournal
+from chanctx.manifest_store import FeedbackStore, SessionStore, TurnJournal
 from chanctx.tools import IndexedHistory
 from slack_bolt import App, BoltResponse
 from slack_bolt.request import BoltRequest
@@ -140,6 +140,7 @@ class OfflineBot:
             workers=1,
             assistant_threads=AssistantThreads(pane),
             turns=TurnJournal(self.data_dir),
+            feedback=FeedbackStore(self.data_dir),
             post_backoff=0.01,  # retried posts against the fake need not wait
         )
         self.app: App = build_app(self.runtime, signing_secret=signing_secret, verify_token=False)
@@ -157,7 +158,7 @@ class OfflineBot:
 
     def close(self) -> None:
         self.runtime.runner.close()
-        self.runtime.turns.close()
+        self.runtime.close_stores()
         self.slack.close()
         if self.claude_client is not None:
             self.claude_client.close()  # its connection pool holds loopback sockets

@@ -19,6 +19,7 @@ from chanctx.bot.engine import ContextSettings
 from chanctx.bot.replay.fake_anthropic import RecordedRequest
 from chanctx.bot.replay.fixture import Fixture
 from chanctx.bot.replay.offline import OfflineBot
+from chanctx.bot.runtime import turn_id
 
 __all__ = ["ReplayOptions", "replay"]
 
@@ -100,10 +101,20 @@ def replay(
         return {
             "fixture": str(fixture.path),
             "events": len(fixture.envelopes),
-            "turns": [turn_report(result) for result in results],
+            "turns": [
+                {**turn_report(result), "feedback": _votes(bot, result)} for result in results
+            ],
             "slack_api_calls": dict(sorted(bot.slack.call_counts().items())),
             "claude": claude,
         }
+
+
+def _votes(bot: OfflineBot, result: TurnResult) -> dict[str, int]:
+    """People's :+1: / :-1: (and kin) on the turn's answer, as the fixture's events gave them."""
+    if bot.runtime.feedback is None:
+        return {"helpful": 0, "harmful": 0}
+    tally = bot.runtime.feedback.tally(turn_id(result.turn))
+    return {"helpful": tally["helpful"], "harmful": tally["harmful"]}
 
 
 def _write_requests(requests: list[RecordedRequest], path: Path) -> None:

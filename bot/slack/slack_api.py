@@ -126,7 +126,9 @@ class SlackFetcher:
         self._max_pages = max_pages
         self._page_size = page_size
         self._sleep = self._counted(sleep)
-        self._slept = 0.0  # seconds spent waiting (rate limits, backoff): waited_s per turn
+        # Seconds this thread spent waiting (rate limits, backoff): a turn's waited_s. Per
+        # thread, so answers running side by side do not count each other's waits.
+        self._waits = threading.local()
         self._max_retries = max_retries
         self.api_calls: Counter[str] = Counter()
         self._lock = threading.Lock()  # guards api_calls and the name caches
@@ -219,7 +221,7 @@ class SlackFetcher:
                 "channel": channel, "ts": root_ts, "limit": self._page_size,
                 "oldest": _ts_text(oldest), "latest": _ts_text(latest), "inclusive": True,
             }  # fmt: skip
-            before = self._slept
+            before = self._slept()
             try:
                 data = self._call(method, params)
             except (RateLimited, SlackUnavailable):
@@ -227,7 +229,7 @@ class SlackFetcher:
                     raise
                 return self._partial_thread(found, root_ts, waited, latest, start)
             finally:
-                waited += self._slept - before
+                waited += self._slept() - before
             if data is None:  # no such thread (any more)
                 return ThreadFetch(self._thread_order(found, root_ts), True, waited)
             page = self._messages(data, channel)
@@ -349,11 +351,13 @@ class SlackFetcher:
 
     def _counted(self, sleep: Callable[[float], None]) -> Callable[[float], None]:
         def counted(seconds: float) -> None:
-            with self._lock:
-                self._slept += max(0.0, seconds)
+            self._waits.total = self._slept() + max(0.0, seconds)
             sleep(seconds)
 
         return counted
+
+    def _slept(self) -> float:
+        return float(getattr(self._waits, "total", 0.0))
 
     def _name(
         self,

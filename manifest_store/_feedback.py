@@ -1,0 +1,159 @@
+"""What people said about the bot's answers: reactions (and, later, feedback buttons) per turn.
+
+One append-only JSONL file in the data dir (``feedback.jsonl``, each line fsynced): ``answer``
+lines tie a posted message (channel, ts) to the turn that produced it, ``vote`` lines record a
+person's reaction on one of those messages. The playbook (seeds 002/004) reads the votes of a
+turn to credit or blame what was in its context. A damaged line is skipped with one warning
+naming the file and line, as in the turn journal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal, TextIO
+
+__all__ = ["FEEDBACK_FILE", "FeedbackStore", "Vote", "verdict_of"]
+
+logger = logging.getLogger("chanctx.feedback")
+
+FEEDBACK_FILE: Final = "feedback.jsonl"
+_MAX_ANSWERS: Final = 50_000  # posted answers remembered for reactions (oldest forgotten)
+
+# Reactions that say an answer helped or did not (Slack's names, skin tones stripped).
+HELPFUL: Final = frozenset({"+1", "thumbsup", "white_check_mark", "heavy_check_mark", "tada"})
+HARMFUL: Final = frozenset({"-1", "thumbsdown", "x", "no_entry_sign"})
+
+Verdict = Literal["helpful", "harmful"]
+
+
+def verdict_of(reaction: str) -> Verdict | None:
+    """``helpful`` / ``harmful`` for a reaction name (``+1::skin-tone-3`` counts as ``+1``)."""
+    name = reaction.split("::", 1)[0]
+    if name in HELPFUL:
+        return "helpful"
+    if name in HARMFUL:
+        return "harmful"
+    return None
+
+
+@dataclass(frozen=True)
+class Vote:
+    turn: str
+    user: str
+    verdict: Verdict
+    added: bool  # False: the person took the reaction back
+    source: str  # "reaction:<name>" (buttons later)
+    at: float
+
+
+class FeedbackStore:
+    """Answers and the votes on them, durable in ``data_dir``. Thread-safe."""
+
+    def __init__(self, data_dir: Path | None, *, clock: Callable[[], float] = time.time) -> None:
+        self.path = data_dir / FEEDBACK_FILE if data_dir is not None else None
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._answers: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._votes: OrderedDict[str, list[Vote]] = OrderedDict()
+        self._handle: TextIO | None = None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            torn = False
+            if self.path.exists():
+                self._load(self.path)
+                with self.path.open("rb") as raw:
+                    raw.seek(0, os.SEEK_END)
+                    if raw.tell():
+                        raw.seek(-1, os.SEEK_END)
+                        torn = raw.read(1) != b"\n"
+            self._handle = self.path.open("a", encoding="utf-8")
+            if torn:  # a crash mid-line: the next entry must not be glued to it
+                self._handle.write("\n")
+
+    def record_answer(self, channel: str, ts: str, turn: str) -> None:
+        """A message the bot posted for ``turn``: reactions on it count for that turn."""
+        with self._lock:
+            self._remember(channel, ts, turn)
+            self._write({"op": "answer", "channel": channel, "ts": ts, "turn": turn})
+
+    def turn_of(self, channel: str, ts: str) -> str | None:
+        with self._lock:
+            return self._answers.get((channel, ts))
+
+    def record_reaction(
+        self, channel: str, ts: str, user: str, reaction: str, *, added: bool
+    ) -> Vote | None:
+        """A reaction on a message: a vote if it is one of our answers and a verdict emoji."""
+        verdict = verdict_of(reaction)
+        with self._lock:
+            turn = self._answers.get((channel, ts))
+            if verdict is None or turn is None:
+                return None
+            vote = Vote(turn, user, verdict, added, f"reaction:{reaction}", self._clock())
+            self._apply_vote(vote)
+            self._write({"op": "vote", **vote.__dict__})
+            return vote
+
+    def tally(self, turn: str) -> dict[Verdict, int]:
+        """People who currently hold each verdict on ``turn`` (a reaction taken back no longer
+        counts; one person counts once per verdict)."""
+        with self._lock:
+            holding: dict[tuple[str, str], bool] = {}
+            for vote in self._votes.get(turn, []):
+                holding[(vote.user, vote.verdict)] = vote.added
+        counts: dict[Verdict, int] = {"helpful": 0, "harmful": 0}
+        for (_, verdict), held in holding.items():
+            counts[verdict] += held  # type: ignore[index]
+        return counts
+
+    def close(self) -> None:
+        with self._lock:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _remember(self, channel: str, ts: str, turn: str) -> None:
+        self._answers[(channel, ts)] = turn
+        self._answers.move_to_end((channel, ts))
+        while len(self._answers) > _MAX_ANSWERS:
+            self._answers.popitem(last=False)
+
+    def _apply_vote(self, vote: Vote) -> None:
+        self._votes.setdefault(vote.turn, []).append(vote)
+        self._votes.move_to_end(vote.turn)
+        while len(self._votes) > _MAX_ANSWERS:  # memory stays bounded; the file keeps all
+            self._votes.popitem(last=False)
+
+    def _write(self, entry: dict[str, Any]) -> None:
+        if self._handle is None:
+            return
+        self._handle.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def _load(self, path: Path) -> None:
+        with path.open("rb") as raw:
+            for number, line in enumerate(raw, 1):
+                try:
+                    entry = json.loads(line)
+                    if entry["op"] == "answer":
+                        self._remember(str(entry["channel"]), str(entry["ts"]), str(entry["turn"]))
+                    elif entry["op"] == "vote":
+                        fields = {k: entry[k] for k in Vote.__dataclass_fields__}
+                        if fields["verdict"] not in ("helpful", "harmful"):
+                            raise ValueError(fields["verdict"])
+                        self._apply_vote(Vote(**fields))
+                    else:
+                        raise KeyError(entry["op"])
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    logger.warning("%s:%d: skipped an unreadable line", path, number)

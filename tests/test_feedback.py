@@ -1,0 +1,89 @@
+"""Reactions on the bot's answers are recorded per turn, durably: :+1: / :white_check_mark: say an
+answer helped, :-1: / :x: that it did not; taking a reaction back takes the vote back; the bot's
+own :eyes: and reactions on anyone else's message are not votes."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from pathlib import Path
+
+import pytest
+from chanctx.bot.claude.answers import Answer, Turn
+from chanctx.bot.engine import BuiltContext
+from chanctx.bot.replay.offline import OfflineBot
+from chanctx.bot.runtime import turn_id
+from chanctx.manifest_store import FEEDBACK_FILE, FeedbackStore
+
+from .slack_events import BOT_USER, CHANNEL, STATE, envelope, mention_pair, reaction, ts
+
+START = float(ts(0).split(".")[0])
+
+
+class Answers:
+    def respond(self, turn: Turn, context: BuiltContext) -> Answer:
+        return Answer(text="The 14:00 deploy broke checkout; it is rolled back.")
+
+
+def new_bot(data_dir: Path) -> OfflineBot:
+    return OfflineBot(
+        copy.deepcopy(STATE), responder=Answers(), start_time=START, data_dir=data_dir
+    )
+
+
+def answered(bot: OfflineBot, at: str) -> tuple[str, str]:
+    """Ask at ``at``; the answer's ts and the turn's id."""
+    for item in mention_pair(at, "what broke checkout?"):
+        bot.dispatch(item)
+    (posted,) = [p for p in bot.slack.posted if p.get("thread_ts") == at]
+    return str(posted["ts"]), f"{CHANNEL}:{at}"
+
+
+def react(bot: OfflineBot, target: str, name: str, *, user: str = "U2", added: bool = True) -> None:
+    bot.dispatch(envelope(reaction(ts(50), target, name, user=user, added=added)))
+
+
+def test_reactions_on_an_answer_are_votes_on_its_turn(tmp_path: Path) -> None:
+    with new_bot(tmp_path) as bot:
+        answer_ts, turn = answered(bot, ts(10))
+        assert turn == turn_id(bot.runtime.runner.results[0].turn)
+        feedback = bot.runtime.feedback
+        assert feedback is not None and feedback.turn_of(CHANNEL, answer_ts) == turn
+        react(bot, answer_ts, "+1")
+        react(bot, answer_ts, "white_check_mark", user="U3")
+        react(bot, answer_ts, "+1::skin-tone-4", user="U3")  # U3 helpful once, not twice
+        react(bot, answer_ts, "x", user="U4")
+        assert feedback.tally(turn) == {"helpful": 2, "harmful": 1}
+        react(bot, answer_ts, "+1", added=False)  # U2 takes it back
+        assert feedback.tally(turn) == {"helpful": 1, "harmful": 1}
+
+
+def test_what_is_not_a_vote_is_not_counted(tmp_path: Path) -> None:
+    with new_bot(tmp_path) as bot:
+        answer_ts, turn = answered(bot, ts(10))
+        react(bot, answer_ts, "eyes", user=BOT_USER)  # the bot's own working indicator
+        react(bot, answer_ts, "+1", user=BOT_USER)  # the bot cannot vote for itself
+        react(bot, answer_ts, "tada_not_a_verdict")
+        react(bot, ts(10), "+1")  # on the question, not on an answer
+        assert bot.runtime.feedback is not None
+        assert bot.runtime.feedback.tally(turn) == {"helpful": 0, "harmful": 0}
+
+
+def test_votes_survive_a_restart_and_a_damaged_line_is_skipped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with new_bot(tmp_path) as bot:
+        answer_ts, turn = answered(bot, ts(10))
+        react(bot, answer_ts, "-1")
+    path = tmp_path / FEEDBACK_FILE
+    path.write_text(path.read_text() + '{"op": "vote", "turn": \n')  # a torn last line
+    with caplog.at_level(logging.WARNING):
+        store = FeedbackStore(tmp_path)
+    assert store.tally(turn) == {"helpful": 0, "harmful": 1}
+    assert store.turn_of(CHANNEL, answer_ts) == turn
+    store.close()
+    assert [r.getMessage() for r in caplog.records] == [f"{path}:3: skipped an unreadable line"]
+    with new_bot(tmp_path) as again:  # the restarted bot counts on from there
+        react(again, answer_ts, "+1", user="U5")
+        assert again.runtime.feedback is not None
+        assert again.runtime.feedback.tally(turn) == {"helpful": 1, "harmful": 1}
