@@ -27,6 +27,8 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+from chanctx.context import ChanctxError
+
 __all__ = [
     "IMAGE_MAX_B64",
     "IMAGE_MAX_SIDE",
@@ -37,6 +39,8 @@ __all__ = [
     "NO_ANSWER",
     "PDF_MAX_PAGES",
     "REQUEST_MAX_BYTES",
+    "InvalidRequest",
+    "check_request",
     "image_size",
     "pdf_pages",
     "problems",
@@ -52,6 +56,17 @@ IMAGE_MAX_SIDE_MANY: Final = 2000
 IMAGE_MAX_B64: Final = 5 * 1024 * 1024
 PDF_MAX_PAGES: Final = 100
 MAX_BREAKPOINTS: Final = 4
+
+
+class InvalidRequest(ChanctxError):
+    """A request the Messages API would refuse: a bug of ours, said in words, never sent."""
+
+
+def check_request(request: Mapping[str, Any]) -> None:
+    """InvalidRequest naming every rule ``request`` breaks; nothing if it breaks none."""
+    wrong = problems(request)
+    if wrong:
+        raise InvalidRequest(f"the request to Claude would be refused: {'; '.join(wrong)}")
 
 
 def request_bytes(request: Mapping[str, Any]) -> int:

@@ -29,7 +29,7 @@ from chanctx.bot.claude.answers import Answer, ToolCall, Turn
 from chanctx.bot.claude.prompt import CONTEXT_HEADER, system_prompt
 from chanctx.bot.claude.recipe_runner import RecipeRunner
 from chanctx.bot.claude.request_fit import estimate_tokens, fit_request
-from chanctx.bot.claude.request_rules import NO_ANSWER, problems, repaired
+from chanctx.bot.claude.request_rules import NO_ANSWER, check_request, repaired
 from chanctx.bot.claude.session_media import (
     Attached,
     Located,
@@ -182,16 +182,6 @@ _CUT_OFF_EMPTY = (
 _CUT_OFF = "\n\n_(This answer was cut off at the output limit of {limit:,} tokens.)_"
 
 
-class InvalidRequest(ChanctxError):
-    """A request the Messages API would refuse: a bug of ours, said in words, never sent."""
-
-
-def _check(request: dict[str, Any]) -> None:
-    wrong = problems(request)
-    if wrong:
-        raise InvalidRequest(f"the request to Claude would be refused: {'; '.join(wrong)}")
-
-
 def _is_question(message: dict[str, Any]) -> bool:
     """A user message that opens a turn (not one that only carries tool results)."""
     content = message.get("content")
@@ -335,7 +325,8 @@ class ClaudeResponder:
         if session.last_answer is not None and session.last_answer[0] == turn.anchor_ts:
             # Answered and logged, then the process died before the answer was queued to
             # post: the same answer again, without a second request or a second log entry.
-            return Answer(text=session.last_answer[1] or None)
+            text = session.last_answer[1]
+            return Answer(text=_EMPTY_ANSWER if text in ("", NO_ANSWER) else text)
         fitted = self._load_recipe(session, turn)
         system = self._system(session)
         past = _last_turns(session.messages, session.keep_turns)
@@ -533,7 +524,7 @@ class ClaudeResponder:
     def _create(self, request: dict[str, Any]) -> anthropic.types.Message:
         # Plain dicts are what is logged and replayed; the SDK's TypedDicts describe the same.
         create: Callable[..., anthropic.types.Message] = self.client.messages.create
-        _check(request)  # every request, the summarizing one too, obeys the documented rules
+        check_request(request)  # every request, the summarizing one too, obeys the documented rules
         deadline = _DEADLINE.get()
         if deadline is None:
             return create(**request)
