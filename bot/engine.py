@@ -262,6 +262,11 @@ class ContextEngine:
             self._warm.add(channel)
         self._adopt(self.slack.channel_history(channel, limit=self.settings.cold_start_messages))
 
+    def held(self, channel: str) -> int:
+        """Messages of ``channel`` in memory (no Slack call)."""
+        with self._lock:
+            return self.history.count(channel)
+
     def thread_is_cached(self, channel: str, root_ts: str) -> bool:
         """True if ``thread`` would answer without a Slack fetch."""
         return (

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from cachetools import TTLCache
+from cachetools import LRUCache, TTLCache
 from chanctx.bot.claude.answers import AnswerRunner, NullResponder, Responder, Turn, TurnResult
 from chanctx.bot.engine import ContextEngine
 from chanctx.bot.slack.assistant_threads import AssistantThreads
@@ -66,6 +66,8 @@ class Runtime:
     poster: Poster = field(init=False)
     _seen_events: TTLCache[str, bool] = field(init=False)
     _in_flight: set[str] = field(init=False)  # turn ids handed to the runner, not yet finished
+    # The last answer's Claude usage per channel, for `/chanctx status`.
+    last_usage: LRUCache[str, dict[str, int]] = field(init=False)
 
     def __post_init__(self) -> None:
         self.runner = AnswerRunner(
@@ -78,6 +80,7 @@ class Runtime:
         )
         self._seen_events = TTLCache(maxsize=20_000, ttl=_DEDUP_SECONDS)
         self._in_flight = set()
+        self.last_usage = LRUCache(maxsize=1_000)
 
     # -- on the dispatch path (before the ack) ---------------------------------------------
 
@@ -193,6 +196,9 @@ class Runtime:
                 answer.tool_calls,
                 answer.usage,
             )
+            if answer.usage:
+                with self.lock:
+                    self.last_usage[turn.channel] = dict(answer.usage)
             text = answer.text
             if text and refused:
                 text = f"_{refused}_\n\n{text}"

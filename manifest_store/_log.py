@@ -212,6 +212,18 @@ class SessionStore:
     def exists(self, key: SessionKey) -> bool:
         return (self._dir / key.file_name).is_file()
 
+    def forget(self, key: SessionKey) -> bool:
+        """Delete a session's log (and any torn tail set aside); True if there was one."""
+        with self._guard:
+            self._logs.pop(key, None)
+            path = self._dir / key.file_name
+            found = path.is_file()
+            for doomed in (path, path.with_name(path.name + ".torn")):
+                doomed.unlink(missing_ok=True)
+        if found:
+            _fsync_dir(self._dir)
+        return found
+
     def keys(self) -> list[SessionKey]:
         """Every session on disk, sorted: what a restarted bot resumes."""
         if not self._dir.is_dir():

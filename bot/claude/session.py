@@ -268,6 +268,17 @@ class ClaudeResponder:
 
     # -- sessions ---------------------------------------------------------------------------
 
+    def forget(self, channel: str, thread_ts: str) -> bool:
+        """Drop a thread's session: its log, its attachments manifest (in the log) and the
+        copy in memory. The next mention there starts a new session. True if there was one."""
+        key = SessionKey(team=self.team, channel=channel, thread_ts=thread_ts)
+        with self._guard:
+            held = self._sessions.pop(key, None)
+        if held is None:
+            return self.store.forget(key)
+        with held.lock:  # an answer running in that thread finishes first
+            return self.store.forget(key) or True
+
     def _session(self, turn: Turn) -> _Session:
         key = SessionKey(team=self.team, channel=turn.channel, thread_ts=turn.thread_ts)
         with self._guard:

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from chanctx.bot.runtime import Runtime
-from chanctx.bot.slack.listeners import assistant, intake_middleware, mentions, messages, other
+from chanctx.bot.slack.listeners import (
+    assistant,
+    commands,
+    intake_middleware,
+    mentions,
+    messages,
+    other,
+)
 from slack_bolt import App
 
 __all__ = ["register"]
@@ -14,4 +21,5 @@ def register(app: App, runtime: Runtime) -> None:
     app.use(assistant.build(runtime))  # the pane's own events; its questions go on below
     mentions.register(app, runtime)
     messages.register(app, runtime)
+    commands.register(app, runtime)
     other.register(app)  # last: the catch-all for everything else Slack sends
