@@ -402,6 +402,11 @@ def test_broken_answers_are_told_honestly_and_each_thread_keeps_working(tmp_path
     assert turns[3]["tool_calls"] and not turns[3]["tool_calls"][0]["is_error"]
     # Every request the replay sent passed the fake's check of the API's rules.
     assert found["claude"]["rejected"] == 0
+    # What each user saw is in the report: one message per turn, the reply itself.
+    for turn in turns:
+        (posted,) = turn["posted"]
+        assert posted["method"] == "chat.postMessage"
+        assert posted["markdown_text"] == posted["text"] == turn["reply"]
     sent = [json.loads(line) for line in requests_out.read_text().splitlines()]
     assert len(sent) == found["claude"]["requests"] == 5
     assert all(problems(body) == [] for body in sent)

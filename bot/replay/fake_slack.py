@@ -522,7 +522,8 @@ class FakeSlackAPI(LoopbackServer):
                 message["subtype"] = "thread_broadcast"
         stored = self._store(channel, message)
         self._note_reply(channel, stored)
-        self.posted.append({"channel": channel, **copy.deepcopy(stored)})
+        extra = {"markdown_text": params["markdown_text"]} if params.get("markdown_text") else {}
+        self.posted.append({"channel": channel, **copy.deepcopy(stored), **extra})
         return {"channel": channel, "ts": stored["ts"], "message": self._public(stored)}
 
     def _update(self, params: dict[str, Any]) -> dict[str, Any]:

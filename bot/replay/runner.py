@@ -102,11 +102,32 @@ def replay(
             "fixture": str(fixture.path),
             "events": len(fixture.envelopes),
             "turns": [
-                {**turn_report(result), "feedback": _votes(bot, result)} for result in results
+                {
+                    **turn_report(result),
+                    "posted": _posted(bot, result),
+                    "feedback": _votes(bot, result),
+                }
+                for result in results
             ],
             "slack_api_calls": dict(sorted(bot.slack.call_counts().items())),
             "claude": claude,
         }
+
+
+def _posted(bot: OfflineBot, result: TurnResult) -> list[dict[str, Any]]:
+    """What the bot posted for the turn, as Slack stored it: what the user saw (answer parts
+    and any failure notice; each carries the turn id in its message metadata)."""
+    key = turn_id(result.turn)
+    return [
+        {
+            "method": "chat.postMessage",
+            "ts": p["ts"],
+            "text": p.get("text"),
+            "markdown_text": p.get("markdown_text"),
+        }
+        for p in bot.slack.posted
+        if ((p.get("metadata") or {}).get("event_payload") or {}).get("turn") == key
+    ]
 
 
 def _votes(bot: OfflineBot, result: TurnResult) -> dict[str, int]:
