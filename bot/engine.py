@@ -8,10 +8,12 @@ after a (re)start for its recent history, and once per thread whose replies were
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -67,6 +69,8 @@ class SlackSource(Protocol):
     def channel_name(self, channel_id: str) -> str: ...
 
 
+# Rate-limit seconds the running answer may still wait (None outside an answer).
+TURN_WAIT_LEFT: ContextVar[float | None] = ContextVar("chanctx_turn_wait_left", default=None)
 _FAR_FUTURE = "9999999999.999999"  # "up to now" when no question bounds a thread fetch
 
 
@@ -308,7 +312,7 @@ class ContextEngine:
                 until=end,
                 after=read_up_to,
                 expected_replies=max((root.reply_count if root else 0) - len(known), 0),
-                wait_budget=self.settings.max_wait_seconds,
+                wait_budget=self._wait_left(),
             )
         except RateLimited as limited:
             notes.append(self._stale_note(key, f"Slack rate limit on {limited.method}"))
@@ -337,7 +341,26 @@ class ContextEngine:
                 f"(Slack's rate limit on conversations.replies; a turn waits at most "
                 f"{self.settings.max_wait_seconds:g} s); later answers fetch the rest."
             )
+        left = TURN_WAIT_LEFT.get()
+        if left is not None:  # what this turn may still wait, for its tools' fetches
+            TURN_WAIT_LEFT.set(max(0.0, left - fetched.waited))
         return fetched.waited
+
+    def _wait_left(self) -> float:
+        """Rate-limit seconds this fetch may wait: what is left of the turn's, if it runs
+        inside a turn (``turn_wait_budget``), else the setting."""
+        left = TURN_WAIT_LEFT.get()
+        cap = self.settings.max_wait_seconds
+        return cap if left is None else min(cap, left)
+
+    @contextlib.contextmanager
+    def turn_wait_budget(self) -> Iterator[None]:
+        """One answer's rate-limit waiting, shared by its context and every tool's fetch."""
+        token = TURN_WAIT_LEFT.set(self.settings.max_wait_seconds)
+        try:
+            yield
+        finally:
+            TURN_WAIT_LEFT.reset(token)
 
     def _stale_note(self, key: tuple[str, str], why: str) -> str:
         fetched_at = self._fetched.get(key)

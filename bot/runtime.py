@@ -174,6 +174,11 @@ class Runtime:
     # -- on the answer worker ------------------------------------------------------------
 
     def answer(self, turn: Turn) -> TurnResult:
+        # One budget of rate-limit waiting per answer: its context and its tools share it.
+        with self.engine.turn_wait_budget():
+            return self._answer(turn)
+
+    def _answer(self, turn: Turn) -> TurnResult:
         result = TurnResult(turn=turn)
         key = turn_id(turn)
         self._show_working(turn, on=True)

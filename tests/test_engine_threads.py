@@ -5,6 +5,8 @@ just because its root was evicted."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
+from typing import Any
 
 from chanctx.bot.engine import ContextSettings
 from chanctx.bot.replay.offline import OfflineBot
@@ -95,4 +97,46 @@ def test_a_thread_fetched_whole_is_served_stale_with_a_note_when_a_refresh_is_li
         assert third.context is not None
         (note,) = third.context.notes
         assert "this thread comes from a copy fetched 6 min ago" in note
+        assert bot.slack.call_counts()["conversations.replies"] == 2
+
+
+def test_an_answer_shares_one_minute_of_waiting_between_its_context_and_its_tools(
+    tmp_path: Path,
+) -> None:
+    from .test_session import answer, tool_round
+
+    big, small = ts(1), ts(200)
+    history: list[dict[str, Any]] = [
+        {"type": "message", "user": "U1", "text": "Big incident", "ts": big, "thread_ts": big,
+         "reply_count": 40},
+        {"type": "message", "user": "U1", "text": "Small one", "ts": small, "thread_ts": small,
+         "reply_count": 2},
+    ]  # fmt: skip
+    history += [
+        {"type": "message", "user": "U2", "text": f"update {n}", "ts": ts(2 + 4 * n),
+         "thread_ts": big, "parent_user_id": "U1"}
+        for n in range(40)
+    ]  # fmt: skip
+    history += [
+        {"type": "message", "user": "U2", "text": f"note {n}", "ts": ts(201 + n),
+         "thread_ts": small, "parent_user_id": "U1"}
+        for n in range(2)
+    ]  # fmt: skip
+    state = copy.deepcopy(STATE)
+    state["history"] = {CHANNEL: history}
+    cassette = [
+        tool_round(("toolu_1", "channel_messages", {"thread_id": small})),
+        answer("Both threads say the same."),
+    ]
+    with OfflineBot(
+        state, claude=True, cassette=cassette, data_dir=tmp_path, start_time=float(ts(0)[:10])
+    ) as bot:
+        for item in mention_pair(ts(300), "what is the latest?", thread_ts=big):
+            bot.dispatch(item)
+        (result,) = bot.runtime.runner.results
+        assert result.error is None and result.context is not None
+        assert result.context.waited_s == 60  # the thread's second window took the minute
+        (call,) = result.tool_calls
+        # The tool's fetch had no waiting left: not made, and said so (not another minute).
+        assert "could not be fetched yet" in call.output
         assert bot.slack.call_counts()["conversations.replies"] == 2
