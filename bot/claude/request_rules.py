@@ -24,9 +24,11 @@ import base64
 import binascii
 import io
 import json
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
+from cachetools import LRUCache
 from chanctx.context import ChanctxError
 
 __all__ = [
@@ -74,8 +76,40 @@ def request_bytes(request: Mapping[str, Any]) -> int:
     return len(json.dumps(request, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
 
 
+# Image sizes and PDF page counts already read, by (length, hash) of the base64 text: every tool
+# round re-checks the same attachments (the same str objects, whose hash Python keeps), and
+# decoding megabytes each time would be work done twice. The key holds no reference to the data.
+_READ: LRUCache[tuple[str, int, int], Any] = LRUCache(maxsize=1_024)
+_READ_LOCK = threading.Lock()
+
+
+def _read_once(kind: str, data_b64: str, read: Callable[[str], Any]) -> Any:
+    key = (kind, len(data_b64), hash(data_b64))
+    with _READ_LOCK:
+        if key in _READ:
+            return _READ[key]
+    found = read(data_b64)
+    with _READ_LOCK:
+        _READ[key] = found
+    return found
+
+
 def image_size(data_b64: str) -> tuple[int, int] | None:
     """(width, height) of a base64 image, read with Pillow; None if it is not an image."""
+    size: tuple[int, int] | None = _read_once("image", data_b64, _read_size)
+    return size
+
+
+def _pdf_pages_b64(data_b64: str) -> int | str | None:
+    """Pages of a base64 PDF; "not base64" when the data is not."""
+    try:
+        raw = base64.b64decode(data_b64, validate=True)
+    except (binascii.Error, ValueError):
+        return "not base64"
+    return pdf_pages(raw)
+
+
+def _read_size(data_b64: str) -> tuple[int, int] | None:
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -241,12 +275,10 @@ def _media_problems(request: Mapping[str, Any]) -> list[str]:
     ):
         source = block.get("source")
         if isinstance(source, Mapping) and source.get("media_type") == "application/pdf":
-            try:
-                raw = base64.b64decode(str(source.get("data") or ""), validate=True)
-            except (binascii.Error, ValueError):
+            pages = _read_once("pdf", str(source.get("data") or ""), _pdf_pages_b64)
+            if pages == "not base64":
                 found.append(f"document {number}: the PDF data is not base64")
                 continue
-            pages = pdf_pages(raw)
             if pages is not None and pages > PDF_MAX_PAGES:
                 found.append(
                     f"document {number}: A maximum of {PDF_MAX_PAGES} PDF pages may be provided. Found {pages}."
