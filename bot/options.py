@@ -66,6 +66,7 @@ class Options(BaseModel):
     port: int = 3000
     claude: bool = True
     redis_url: str | None = None
+    api_keys: Path | None = None
     claude_deadline: float = 120.0
     slack_fetches_per_turn: int = 3
     max_wait: float = 60.0
@@ -242,6 +243,11 @@ SETTINGS: tuple[Setting, ...] = (
         "redis_url", "--redis-url", "CHANCTX_REDIS_URL", _text, "a redis:// URL",
         "Redis shared by replicas (today: the Slack rate-limit budget)", commands=SERVING,
         shown_default="none (one process)",
+    ),
+    Setting(
+        "api_keys", "--api-keys", "CHANCTX_API_KEYS", _path, "a file path",
+        "the query API's keys file (key -> channel ids or \"*\"); without it the API is off",
+        commands=SERVING, shown_default="none (API off)",
     ),
     Setting(
         "claude_deadline", "--claude-deadline", "CHANCTX_CLAUDE_DEADLINE", _seconds,

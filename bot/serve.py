@@ -29,6 +29,7 @@ from chanctx.manifest_store import FeedbackStore, SessionStore, TurnJournal
 from chanctx.tools import IndexedHistory
 from slack_bolt import App
 from slack_sdk import WebClient
+from starlette.routing import BaseRoute
 
 __all__ = ["build_runtime", "known_state", "serve"]
 
@@ -123,7 +124,10 @@ def serve(
     try:
         if settings.mode == "http":
             asgi = build_asgi_app(
-                app, signing_secret=settings.signing_secret, ready=recovered.is_set
+                app,
+                signing_secret=settings.signing_secret,
+                ready=recovered.is_set,
+                extra_routes=_api_routes(runtime, settings.options.api_keys),
             )
             logger.info(
                 "serving the Events API at http://%s:%d/slack/events", settings.host, settings.port
@@ -142,6 +146,19 @@ def serve(
             logging.shutdown()
             os._exit(0)
     return app
+
+
+def _api_routes(runtime: Runtime, keys_file: Path | None) -> list[BaseRoute]:
+    """The context query API, on when a keys file says who may read which channel."""
+    if keys_file is None:
+        return []
+    from chanctx.bot.server.query_api import ApiKeys, query_routes
+
+    try:
+        keys = ApiKeys.load(keys_file)
+    except ValueError as error:
+        raise SettingsError(f"--api-keys: {error}") from None
+    return query_routes(runtime.engine, keys)
 
 
 def stop_answering(runtime: Runtime, grace: float = 1.5) -> bool:

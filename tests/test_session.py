@@ -22,6 +22,7 @@ from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_claude import OFFLINE_MARK
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.slack.markdown import MARKDOWN_LIMIT
+from chanctx.cache import RateLimiter
 from chanctx.context import RecipeError, default_counter, iso_from_ts
 from chanctx.manifest_store import (
     CompactionEntry,
@@ -412,7 +413,11 @@ def test_one_answer_makes_at_most_three_slack_fetches_and_the_fourth_says_so(
     state = copy.deepcopy(STATE)
     state["history"] = {CHANNEL: history}
     calls = [(f"toolu_{n}", "channel_messages", {"thread_id": r}) for n, r in enumerate(roots)]
-    with new_bot(data_dir, state, cassette=[tool_round(*calls), answer("Four threads.")]) as bot:
+    # An app on a Marketplace-sized replies limit: the per-answer fetch count binds here, not
+    # the minute of rate-limit waiting (one call a minute would allow only two).
+    roomy = RateLimiter(per_method={"conversations.replies": 50})
+    cassette = [tool_round(*calls), answer("Four threads.")]
+    with new_bot(data_dir, state, cassette=cassette, limiter=roomy) as bot:
         mention(bot, ts(70), "what do the outage threads say?")
         results = tool_results(bodies(bot)[1])
         assert [r["is_error"] for r in results] == [False] * 4

@@ -27,14 +27,17 @@ from chanctx.tools._outputs import (
     ThreadOutput,
     ThreadSummary,
 )
+from chanctx.tools._query import BLOCK_TYPES, FORMATS, QueryChunk, QueryResult, query_channel
 from chanctx.tools._search import Ranking
 from chanctx.tools._tools import DEFAULT_OUTPUT_BUDGET, MIN_OUTPUT_BUDGET, ChannelTools
 from chanctx.tools._view import ChannelView, HistoryView, SearchableView, ThreadLookup
 
 __all__ = [
+    "BLOCK_TYPES",
     "CHANNEL_CONTEXT",
     "CHANNEL_MESSAGES",
     "DEFAULT_OUTPUT_BUDGET",
+    "FORMATS",
     "MIN_OUTPUT_BUDGET",
     "ChannelContextInput",
     "ChannelContextOutput",
@@ -49,6 +52,8 @@ __all__ = [
     "MediaInfo",
     "MediaOutput",
     "MessagesOutput",
+    "QueryChunk",
+    "QueryResult",
     "Ranking",
     "SearchScope",
     "SearchableView",
@@ -56,5 +61,6 @@ __all__ = [
     "ThreadOutput",
     "ThreadSummary",
     "ToolResult",
+    "query_channel",
     "synced_index",
 ]

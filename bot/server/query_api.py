@@ -1,0 +1,157 @@
+"""``POST /api/context/query`` (seed 001): what a channel knows about a query, ranked, sized to a
+token budget and formatted for the caller, on the same port as the events path.
+
+Every request carries an API key (``Authorization: Bearer``); the keys file says which channels
+each key may read. No key or an unknown one: 401. A channel outside the key's list: 403, and
+nothing of that channel in the body. A body that is not what the API takes: 422 naming the field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from chanctx.bot.channel_view import EngineView
+from chanctx.bot.engine import ContextEngine
+from chanctx.bot.server.asgi import BODY_TIMEOUT, _read_body, _TooLarge
+from chanctx.context import Message
+from chanctx.tools import query_channel
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+__all__ = ["ApiKeys", "QueryBody", "query_routes"]
+
+_MAX_BODY = 64 * 1024
+
+
+class QueryBody(BaseModel):
+    """The query, as seed 001 lays it out (profiles are not served yet)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=2_000)
+    channel: str = Field(pattern=r"^[CDG][A-Z0-9]{2,20}$")
+    token_budget: int = Field(default=2_000, ge=16, le=200_000)
+    format: Literal["json", "markdown", "text"] = "markdown"
+    type_filters: list[Literal["message", "thread"]] = Field(default_factory=list)
+    profile: str | None = Field(default=None, max_length=100)
+    timeout_ms: int | None = Field(default=None, ge=1, le=60_000)
+
+
+class ApiKeys:
+    """Which channels each API key may read: ``{"<key>": ["C123", ...] | "*"}`` (JSON or YAML)."""
+
+    def __init__(self, grants: Mapping[str, list[str] | str]) -> None:
+        self._grants = dict(grants)
+
+    @classmethod
+    def load(cls, path: Path) -> ApiKeys:
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as error:
+            raise ValueError(f"{path}: cannot read the API keys file ({error})") from None
+        if not isinstance(raw, dict) or not raw:
+            raise ValueError(f'{path}: expected a mapping of API key to channel ids or "*"')
+        for key, channels in raw.items():
+            ok = channels == "*" or (
+                isinstance(channels, list) and all(isinstance(c, str) for c in channels)
+            )
+            if not isinstance(key, str) or len(key) < 16 or not ok:
+                raise ValueError(
+                    f"{path}: each key must be a string of 16+ characters mapped to a list of "
+                    f'channel ids or "*" (entry {str(key)[:4]}... is not)'
+                )
+        return cls(raw)
+
+    def grant(self, presented: str) -> list[str] | str | None:
+        """The channels of ``presented``, compared in constant time against every key."""
+        found: list[str] | str | None = None
+        for key, channels in self._grants.items():
+            if hmac.compare_digest(key.encode(), presented.encode()):
+                found = channels
+        return found
+
+
+def _error(status: int, message: str, **extra: Any) -> Response:
+    return JSONResponse({"error": message, **extra}, status_code=status)
+
+
+def _validation_errors(error: ValidationError) -> list[dict[str, str]]:
+    return [
+        {"field": ".".join(str(p) for p in item["loc"]) or "body", "problem": item["msg"]}
+        for item in error.errors()
+    ]
+
+
+def run_query(engine: ContextEngine, body: QueryBody) -> dict[str, Any]:
+    """The ContextResponse for ``body`` over what the engine holds (no Slack call but the
+    channel's one-time cold start)."""
+    channel = body.channel
+    scope = EngineView(engine, channel).search_index()
+
+    def thread_of(root_ts: str) -> list[Message]:
+        root = engine.message(channel, root_ts)
+        return ([root] if root else []) + engine.cached_replies(channel, root_ts)
+
+    result = query_channel(
+        scope,
+        body.query,
+        channel_label="#" + engine.names.channels.get(channel, channel),
+        names=engine.names,
+        counter=engine.counter,
+        token_budget=body.token_budget,
+        fmt=body.format,
+        type_filters=body.type_filters,
+        thread_of=thread_of,
+        timeout_ms=body.timeout_ms,
+    )
+    return {
+        "chunks": [chunk.__dict__ for chunk in result.chunks],
+        "total_tokens": result.total_tokens,
+        "token_budget": body.token_budget,
+        "truncated_count": result.truncated_count,
+        "query": body.query,
+        "format": body.format,
+        "timed_out": result.timed_out,
+        "rendered": result.rendered,
+        "channel": channel,
+        "profile_fallback": body.profile is not None,  # profiles are not served yet
+    }
+
+
+def query_routes(engine: ContextEngine, keys: ApiKeys) -> list[BaseRoute]:
+    async def query(request: Request) -> Response:
+        auth = request.headers.get("authorization", "")
+        presented = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+        grant = keys.grant(presented) if presented else None
+        if grant is None:
+            return _error(401, "an API key is required: Authorization: Bearer <key>")
+        try:  # the events path's reader: a size limit and a deadline for the whole body
+            raw = await asyncio.wait_for(_read_body(request, _MAX_BODY), timeout=BODY_TIMEOUT)
+        except _TooLarge:
+            return _error(413, f"body larger than {_MAX_BODY} bytes")
+        except (ValueError, TimeoutError, ClientDisconnect):
+            return _error(400, "the body could not be read in time, or its length is not a number")
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as error:
+            return _error(
+                422, "the body is not JSON", fields=[{"field": "body", "problem": str(error)}]
+            )
+        try:
+            body = QueryBody.model_validate(data)
+        except ValidationError as error:
+            return _error(422, "the query is not valid", fields=_validation_errors(error))
+        if grant != "*" and body.channel not in grant:
+            return _error(403, f"this key may not read channel {body.channel}")
+        return JSONResponse(await run_in_threadpool(run_query, engine, body))
+
+    return [Route("/api/context/query", query, methods=["POST"])]

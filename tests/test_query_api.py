@@ -1,0 +1,188 @@
+"""``POST /api/context/query`` over real HTTP (uvicorn), on the demo fixture's replayed state:
+keys bound to channels, seed 001's properties for every answer (Hypothesis), bad bodies named."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chanctx.bot.replay.fixture import load_fixture
+from chanctx.bot.replay.offline import OfflineBot
+from chanctx.bot.server import BackgroundServer, build_asgi_app
+from chanctx.bot.server.query_api import ApiKeys, query_routes
+from chanctx.context import default_counter
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+INCIDENTS, RANDOM = "C0INCIDENT", "C0RANDOM00"
+READER = "incidents-reader-key-0001"  # may read #incidents only
+ADMIN = "every-channel-admin-key-01"
+COUNT = default_counter().count
+
+
+@pytest.fixture(scope="module")
+def api() -> Iterator[str]:
+    fixture = load_fixture(DEMO)
+    start = float(fixture.envelopes[0].get("event_time") or 0)
+    with OfflineBot(fixture.slack_api, start_time=start) as bot:
+        for envelope in fixture.envelopes:
+            bot.dispatch(envelope)
+        keys = ApiKeys({READER: [INCIDENTS], ADMIN: "*"})
+        app = build_asgi_app(bot.app, extra_routes=query_routes(bot.engine, keys))
+        with BackgroundServer(app) as server:
+            yield f"{server.origin}/api/context/query"
+
+
+def post(url: str, body: Any, key: str | None = READER) -> tuple[int, dict[str, Any]]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"}
+    if key is not None:
+        headers["Authorization"] = f"Bearer {key}"
+    request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status), json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        with error:
+            return int(error.code), json.loads(error.read())
+
+
+def test_a_query_answers_ranked_blocks_within_the_budget(api: str) -> None:
+    status, body = post(api, {"query": "checkout 502 rollback", "channel": INCIDENTS,
+                              "token_budget": 800, "format": "markdown"})  # fmt: skip
+    assert status == 200
+    assert body["chunks"] and body["total_tokens"] <= 800
+    assert body["total_tokens"] == COUNT(body["rendered"])
+    top = body["chunks"][0]
+    assert top["relevance"] == 1.0 and top["block_type"] in ("message", "thread")
+    assert "502" in body["rendered"] or "checkout" in body["rendered"].lower()
+    assert set(top) == {"block_id", "block_type", "source", "text", "tokens", "relevance",
+                        "pinned", "truncated", "original_tokens"}  # fmt: skip
+
+
+def test_keys_are_bound_to_channels(api: str) -> None:
+    query = {"query": "lunch", "channel": RANDOM}
+    assert post(api, query, key=None)[0] == 401
+    assert post(api, query, key="not-a-key-at-all-000")[0] == 401
+    status, body = post(api, query)  # the reader key, another channel
+    assert status == 403 and body == {"error": f"this key may not read channel {RANDOM}"}
+    assert post(api, query, key=ADMIN)[0] == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"channel": INCIDENTS}, "query"),
+        ({"query": "x", "channel": "incidents"}, "channel"),
+        ({"query": "x", "channel": INCIDENTS, "token_budget": 3}, "token_budget"),
+        ({"query": "x", "channel": INCIDENTS, "format": "html"}, "format"),
+        ({"query": "x", "channel": INCIDENTS, "type_filters": ["pin"]}, "type_filters.0"),
+        ({"query": "x", "channel": INCIDENTS, "colour": "red"}, "colour"),
+        (b"{not json", "body"),
+    ],
+)
+def test_a_bad_body_is_a_422_naming_the_field(api: str, body: Any, field: str) -> None:
+    status, answer = post(api, body)
+    assert status == 422
+    assert field in [f["field"] for f in answer["fields"]]
+
+
+WORDS = ["checkout", "502", "rollback", "deploy", "database", "staging", "error", "v41",
+         "read-only", "eu-west-1", "latency", "who", "fix"]  # fmt: skip
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+    budget=st.integers(min_value=16, max_value=3_000),
+    fmt=st.sampled_from(["json", "markdown", "text"]),
+    filters=st.sampled_from([[], ["message"], ["thread"]]),
+)
+def test_seed_001_properties_hold_for_any_query(
+    api: str, words: list[str], budget: int, fmt: str, filters: list[str]
+) -> None:
+    status, body = post(api, {"query": " ".join(words), "channel": INCIDENTS,
+                              "token_budget": budget, "format": fmt, "type_filters": filters})  # fmt: skip
+    assert status == 200
+    chunks = body["chunks"]
+    # The budget is never exceeded, counting what the reader receives.
+    assert body["total_tokens"] == COUNT(body["rendered"]) <= budget
+    # Pinned first (none are pinned yet), then relevance descending.
+    assert [c["relevance"] for c in chunks] == sorted(
+        (c["relevance"] for c in chunks), reverse=True
+    )
+    # Only the last block may be cut, at a sentence boundary ("..."): nothing after a cut one.
+    assert all(not c["truncated"] for c in chunks[:-1])
+    assert body["truncated_count"] == sum(c["truncated"] for c in chunks)
+    assert all(c["block_type"] in (filters or ["message", "thread"]) for c in chunks)
+    if fmt == "json":
+        rendered = json.loads(body["rendered"])
+        assert [r["block_id"] for r in rendered] == [c["block_id"] for c in chunks]
+        assert all(r["text"] == c["text"] for r, c in zip(rendered, chunks, strict=True))
+    if fmt == "markdown":
+        assert body["rendered"].count("## ") >= len(chunks)
+        for chunk in chunks:
+            assert f"## {chunk['block_type']}: {chunk['source']}" in body["rendered"]
+
+
+def test_the_same_query_over_the_same_state_gives_the_same_block_ids(api: str) -> None:
+    query = {"query": "rollback v41", "channel": INCIDENTS, "token_budget": 1_500}
+    first, second = post(api, query)[1], post(api, query)[1]
+    assert [c["block_id"] for c in first["chunks"]] == [c["block_id"] for c in second["chunks"]]
+
+
+def test_a_hundred_queries_at_once_all_complete(api: str) -> None:
+    queries = [{"query": WORDS[n % len(WORDS)], "channel": INCIDENTS, "token_budget": 500}
+               for n in range(100)]  # fmt: skip
+    with concurrent.futures.ThreadPoolExecutor(max_workers=20) as pool:
+        statuses = [status for status, _ in pool.map(lambda q: post(api, q), queries)]
+    assert statuses == [200] * 100
+
+
+def test_the_keys_file_is_checked_when_loaded(tmp_path: Path) -> None:
+    good = tmp_path / "keys.yaml"
+    good.write_text(f'{READER}: ["{INCIDENTS}"]\n{ADMIN}: "*"\n')
+    keys = ApiKeys.load(good)
+    assert keys.grant(READER) == [INCIDENTS] and keys.grant(ADMIN) == "*"
+    assert keys.grant("guess") is None
+    for text in ("[]", "short: ['C1']\n", f"{READER}: 5\n", "{{{"):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(text)
+        with pytest.raises(ValueError, match=r"bad\.yaml"):
+            ApiKeys.load(bad)
+
+
+def test_run_http_serves_the_api_beside_the_events_with_a_keys_file(tmp_path: Path) -> None:
+    import copy
+
+    from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
+    from chanctx.bot.replay.fake_slack import FakeSlackAPI
+
+    from bench._process import BotProcess, post_signed
+
+    from .slack_events import CHANNEL, STATE, envelope, message, ts
+
+    keys = tmp_path / "keys.yaml"
+    keys.write_text(f'{READER}: ["{CHANNEL}"]\n')
+    with FakeSlackAPI(copy.deepcopy(STATE)) as slack, FakeAnthropicAPI() as claude:
+        bot = BotProcess(tmp_path / "data", slack.url, claude.url)
+        bot.env["CHANCTX_API_KEYS"] = str(keys)
+        bot.start()
+        try:
+            said = envelope(message(ts(5), "The billing queue drained at 14:20 after the fix"))
+            assert post_signed(bot.url, said) == 200
+            url = f"http://127.0.0.1:{bot.port}/api/context/query"
+            status, body = post(url, {"query": "billing queue", "channel": CHANNEL})
+            assert status == 200 and "billing queue drained" in body["rendered"]
+            assert post(url, {"query": "x", "channel": "C0ELSEWHER"})[0] == 403
+        finally:
+            bot.stop()
