@@ -10,9 +10,10 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata, resources
 from pathlib import Path
+from typing import Any
 
 from chanctx.bot.logs import configure_logging
 from chanctx.bot.options import (
@@ -61,6 +62,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="FILE",
         type=Path,
         help="write every Messages API request body the replay sent to FILE (JSONL, one a line)",
+    )
+    replay.add_argument(
+        "--serve",
+        metavar="PORT",
+        type=int,
+        help="after the replay, serve the context query API over the replayed state on "
+        "127.0.0.1:PORT (no keys: loopback only) until interrupted",
     )
     add_options(replay, "replay")
 
@@ -115,7 +123,6 @@ def _replay(args: argparse.Namespace, options: Options) -> int:
     from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
     from chanctx.bot.replay.fixture import load_fixture
     from chanctx.bot.replay.runner import ReplayOptions, replay
-    from chanctx.bot.replay.transcript import render_transcript
     from chanctx.bot.settings import SettingsError
 
     if args.demo == bool(args.fixture):
@@ -136,9 +143,35 @@ def _replay(args: argparse.Namespace, options: Options) -> int:
             history_mb=options.history_mb,
             requests_out=args.requests_out,
         ),
+        then=_serve_replayed(args.serve, args.json) if args.serve is not None else None,
     )
-    print(json.dumps(report, indent=2, sort_keys=True) if args.json else render_transcript(report))
+    if args.serve is None:
+        print(_shown(report, args.json))
     return 0
+
+
+def _shown(report: dict[str, Any], as_json: bool) -> str:
+    from chanctx.bot.replay.transcript import render_transcript
+
+    return json.dumps(report, indent=2, sort_keys=True) if as_json else render_transcript(report)
+
+
+def _serve_replayed(port: int, as_json: bool) -> Callable[[Any, dict[str, Any]], None]:
+    """Print the report, then serve the query API over the replayed state until interrupted."""
+    from chanctx.bot.server import build_asgi_app, run_server
+    from chanctx.bot.server.query_api import query_routes
+    from chanctx.bot.settings import SettingsError
+
+    if not 0 < port < 65536:
+        raise SettingsError(f"--serve: {port} is not a TCP port (1-65535)")
+
+    def serve(bot: Any, report: dict[str, Any]) -> None:
+        print(_shown(report, as_json), flush=True)
+        app = build_asgi_app(bot.app, extra_routes=query_routes(bot.engine, None))
+        print(f"serving http://127.0.0.1:{port}/api/context/query (Ctrl-C stops)", flush=True)
+        run_server(app, "127.0.0.1", port)
+
+    return serve
 
 
 def _serve(args: argparse.Namespace, options: Options, env: Mapping[str, str]) -> int:

@@ -186,3 +186,39 @@ def test_run_http_serves_the_api_beside_the_events_with_a_keys_file(tmp_path: Pa
             assert post(url, {"query": "x", "channel": "C0ELSEWHER"})[0] == 403
         finally:
             bot.stop()
+
+
+def test_replay_serve_answers_queries_over_the_recording_until_interrupted(tmp_path: Path) -> None:
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from bench._process import free_port
+
+    port = free_port()
+    command = [sys.executable, "-m", "chanctx.bot.cli", "replay", str(DEMO), "--serve", str(port)]
+    log = (tmp_path / "replay.log").open("wb")
+    process = subprocess.Popen(command, stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                assert process.poll() is None, (tmp_path / "replay.log").read_text()
+                time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/api/context/query"
+        status, body = post(url, {"query": "rollback", "channel": INCIDENTS}, key=None)
+        assert status == 200 and body["chunks"]  # loopback, a recording: no key needed
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        log.close()
+    printed = (tmp_path / "replay.log").read_text()
+    assert printed.startswith("chanctx replay: ")  # the transcript came first
+    assert f"serving http://127.0.0.1:{port}/api/context/query" in printed

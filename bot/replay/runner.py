@@ -8,6 +8,7 @@ the same report byte for byte.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -69,9 +70,16 @@ def turn_report(result: TurnResult) -> dict[str, Any]:
 
 
 def replay(
-    fixture: Fixture, *, options: ReplayOptions | None = None, responder: Responder | None = None
+    fixture: Fixture,
+    *,
+    options: ReplayOptions | None = None,
+    responder: Responder | None = None,
+    then: Callable[[OfflineBot, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Run every envelope of ``fixture`` through the app; the report's keys are in fixtures/README.md."""
+    """Run every envelope of ``fixture`` through the app; the report's keys are in fixtures/README.md.
+
+    ``then(bot, report)`` runs before the bot is closed, over the replayed state
+    (``replay --serve`` serves the query API from it until interrupted)."""
     options = options or ReplayOptions()
     start = float(fixture.envelopes[0].get("event_time") or 0) if fixture.envelopes else 0.0
     with OfflineBot(
@@ -98,7 +106,7 @@ def replay(
             claude["rejected"] = len(bot.anthropic.rejected)
             if options.requests_out is not None:
                 _write_requests(bot.anthropic.requests, options.requests_out)
-        return {
+        report = {
             "fixture": str(fixture.path),
             "events": len(fixture.envelopes),
             "turns": [
@@ -112,6 +120,9 @@ def replay(
             "slack_api_calls": dict(sorted(bot.slack.call_counts().items())),
             "claude": claude,
         }
+        if then is not None:
+            then(bot, report)
+        return report
 
 
 def _posted(bot: OfflineBot, result: TurnResult) -> list[dict[str, Any]]:
