@@ -222,3 +222,68 @@ def test_replay_serve_answers_queries_over_the_recording_until_interrupted(tmp_p
     printed = (tmp_path / "replay.log").read_text()
     assert printed.startswith("chanctx replay: ")  # the transcript came first
     assert f"serving http://127.0.0.1:{port}/api/context/query" in printed
+
+
+def sse_events(url: str, key: str | None = READER) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            raw = response.read().decode()
+            status = int(response.status)
+    except urllib.error.HTTPError as error:
+        with error:
+            return int(error.code), []
+    events = []
+    for block in raw.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((lines["event"], json.loads(lines["data"])))
+    return status, events
+
+
+def test_the_stream_sends_each_chunk_then_the_completion(api: str) -> None:
+    base = api.removesuffix("/query") + "/stream"
+    url = f"{base}?query=rollback+v41&channel={INCIDENTS}&token_budget=900&format=text"
+    status, events = sse_events(url)
+    assert status == 200
+    kinds = [kind for kind, _ in events]
+    assert kinds[-1] == "complete" and set(kinds[:-1]) <= {"chunk"} and len(kinds) > 1
+    done = events[-1][1]
+    assert done["total_chunks"] == len(kinds) - 1 and done["total_tokens"] <= 900
+    assert set(done) == {"total_chunks", "total_tokens", "token_budget", "truncated_count",
+                         "elapsed_ms"}  # fmt: skip
+    # The same answer as the one-shot query, chunk for chunk.
+    _, once = post(api, {"query": "rollback v41", "channel": INCIDENTS, "token_budget": 900,
+                         "format": "text"})  # fmt: skip
+    assert [data for kind, data in events[:-1]] == once["chunks"]
+    filtered = f"{base}?query=deploy&channel={INCIDENTS}&type_filters=thread,message"
+    assert sse_events(filtered)[0] == 200
+    assert sse_events(f"{base}?query=deploy&channel={RANDOM}")[0] == 403
+    assert sse_events(f"{base}?query=deploy&channel={INCIDENTS}", key=None)[0] == 401
+    assert sse_events(f"{base}?channel={INCIDENTS}")[0] == 422
+
+
+def test_the_socket_answers_several_queries_and_refuses_what_it_must(api: str) -> None:
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    url = api.replace("http://", "ws://").removesuffix("/query") + "/ws"
+    with connect(url, additional_headers={"Authorization": f"Bearer {READER}"}) as socket:
+        for number, words in enumerate(["rollback", "staging database"]):
+            socket.send(json.dumps({"type": "query", "id": number, "query": words,
+                                    "channel": INCIDENTS, "token_budget": 600}))  # fmt: skip
+            received = []
+            while not received or received[-1]["type"] != "complete":
+                received.append(json.loads(socket.recv(timeout=30)))
+            assert all(m["id"] == number for m in received)
+            assert [m["type"] for m in received[:-1]] == ["chunk"] * (len(received) - 1)
+            assert received[-1]["total_chunks"] == len(received) - 1
+        socket.send(json.dumps({"type": "query", "id": 9, "query": "x", "channel": RANDOM}))
+        refused = json.loads(socket.recv(timeout=30))
+        assert refused == {"type": "error", "id": 9, "status": 403,
+                           "error": f"this key may not read channel {RANDOM}"}  # fmt: skip
+        socket.send("not json")
+        assert json.loads(socket.recv(timeout=30))["status"] == 422
+    with pytest.raises(InvalidStatus), connect(url):  # no key: the handshake itself is refused
+        pass

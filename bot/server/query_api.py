@@ -1,5 +1,9 @@
-"""``POST /api/context/query`` (seed 001): what a channel knows about a query, ranked, sized to a
-token budget and formatted for the caller, on the same port as the events path.
+"""The context query API (seed 001): what a channel knows about a query, ranked, sized to a token
+budget and formatted for the caller, on the same port as the events path: ``POST
+/api/context/query`` (one JSON answer), ``GET /api/context/stream`` (Server-Sent Events: a
+``chunk`` event per block, then ``complete``, or ``timeout``) and ``/api/context/ws`` (a
+WebSocket: ``{"type": "query", ...}`` in, ``chunk`` messages and ``complete`` out, several
+queries per socket).
 
 Every request carries an API key (``Authorization: Bearer``); the keys file says which channels
 each key may read. No key or an unknown one: 401. A channel outside the key's list: 403, and
@@ -11,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,8 +29,9 @@ from chanctx.tools import query_channel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 __all__ = ["ApiKeys", "QueryBody", "query_routes"]
 
@@ -127,18 +133,41 @@ def run_query(engine: ContextEngine, body: QueryBody) -> dict[str, Any]:
     }
 
 
+def _granted(keys: ApiKeys | None, authorization: str) -> list[str] | str | None:
+    """The channels the request's key may read ("*": all); None without a known key."""
+    if keys is None:
+        return "*"
+    presented = authorization[7:].strip() if authorization[:7].lower() == "bearer " else ""
+    return keys.grant(presented) if presented else None
+
+
+def _may_read(grant: list[str] | str, channel: str) -> bool:
+    return grant == "*" or channel in grant
+
+
+def _from_query_string(request: Request) -> dict[str, Any]:
+    """SSE takes the body's fields as query parameters; type_filters may repeat or be
+    comma-separated."""
+    params = request.query_params
+    data: dict[str, Any] = {k: v for k, v in params.items() if k != "type_filters"}
+    filters = [f for value in params.getlist("type_filters") for f in value.split(",") if f]
+    if filters:
+        data["type_filters"] = filters
+    return data
+
+
+def _sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
 def query_routes(engine: ContextEngine, keys: ApiKeys | None) -> list[BaseRoute]:
     """The API's routes. ``keys`` None opens every channel without a key: only for
     ``replay --serve``, which listens on loopback and holds a recording, never a workspace."""
 
     async def query(request: Request) -> Response:
-        auth = request.headers.get("authorization", "")
-        presented = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
-        grant: list[str] | str | None = "*"
-        if keys is not None:
-            grant = keys.grant(presented) if presented else None
+        grant = _granted(keys, request.headers.get("authorization", ""))
         if grant is None:
-            return _error(401, "an API key is required: Authorization: Bearer <key>")
+            return _error(401, _NEED_KEY)
         try:  # the events path's reader: a size limit and a deadline for the whole body
             raw = await asyncio.wait_for(_read_body(request, _MAX_BODY), timeout=BODY_TIMEOUT)
         except _TooLarge:
@@ -155,8 +184,98 @@ def query_routes(engine: ContextEngine, keys: ApiKeys | None) -> list[BaseRoute]
             body = QueryBody.model_validate(data)
         except ValidationError as error:
             return _error(422, "the query is not valid", fields=_validation_errors(error))
-        if grant != "*" and body.channel not in grant:
+        if not _may_read(grant, body.channel):
             return _error(403, f"this key may not read channel {body.channel}")
         return JSONResponse(await run_in_threadpool(run_query, engine, body))
 
-    return [Route("/api/context/query", query, methods=["POST"])]
+    async def stream(request: Request) -> Response:
+        grant = _granted(keys, request.headers.get("authorization", ""))
+        if grant is None:
+            return _error(401, _NEED_KEY)
+        try:
+            body = QueryBody.model_validate(_from_query_string(request))
+        except ValidationError as error:
+            return _error(422, "the query is not valid", fields=_validation_errors(error))
+        if not _may_read(grant, body.channel):
+            return _error(403, f"this key may not read channel {body.channel}")
+        started = time.monotonic()
+        answer = await run_in_threadpool(run_query, engine, body)
+
+        async def events() -> AsyncIterator[str]:
+            for chunk in answer["chunks"]:
+                yield _sse("chunk", chunk)
+            if answer["timed_out"]:
+                yield _sse("timeout", answer)
+                return
+            yield _sse("complete", _completion(answer, started))
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    async def socket(websocket: WebSocket) -> None:
+        grant = _granted(keys, websocket.headers.get("authorization", ""))
+        if grant is None:
+            await websocket.close(code=4401, reason=_NEED_KEY)
+            return
+        await websocket.accept()
+        try:
+            while True:  # several queries on one socket, answered in order
+                message = await websocket.receive_text()
+                await _answer_on_socket(websocket, engine, grant, message)
+        except WebSocketDisconnect:
+            return  # a dropped socket: nothing is left running for it
+
+    return [
+        Route("/api/context/query", query, methods=["POST"]),
+        Route("/api/context/stream", stream, methods=["GET"]),
+        WebSocketRoute("/api/context/ws", socket),
+    ]
+
+
+_NEED_KEY = "an API key is required: Authorization: Bearer <key>"
+
+
+def _completion(answer: dict[str, Any], started: float) -> dict[str, Any]:
+    """Seed 001's StreamCompletion."""
+    return {
+        "total_chunks": len(answer["chunks"]),
+        "total_tokens": answer["total_tokens"],
+        "token_budget": answer["token_budget"],
+        "truncated_count": answer["truncated_count"],
+        "elapsed_ms": round((time.monotonic() - started) * 1000, 3),
+    }
+
+
+async def _answer_on_socket(
+    websocket: WebSocket, engine: ContextEngine, grant: list[str] | str, message: str
+) -> None:
+    """One ``query`` message in; ``chunk``... then ``complete`` out (or one ``error``)."""
+    started = time.monotonic()
+    try:
+        data = json.loads(message)
+    except ValueError as error:
+        await websocket.send_json({"type": "error", "status": 422, "error": f"not JSON: {error}"})
+        return
+    if not isinstance(data, dict) or data.get("type") != "query":
+        await websocket.send_json(
+            {"type": "error", "status": 422, "error": 'send {"type": "query", ...}'}
+        )
+        return
+    query_id = data.pop("id", None)
+    data.pop("type")
+    try:
+        body = QueryBody.model_validate(data)
+    except ValidationError as error:
+        await websocket.send_json(
+            {"type": "error", "id": query_id, "status": 422, "fields": _validation_errors(error)}
+        )
+        return
+    if not _may_read(grant, body.channel):
+        await websocket.send_json(
+            {"type": "error", "id": query_id, "status": 403,
+             "error": f"this key may not read channel {body.channel}"}
+        )  # fmt: skip
+        return
+    answer = await run_in_threadpool(run_query, engine, body)
+    for chunk in answer["chunks"]:
+        await websocket.send_json({"type": "chunk", "id": query_id, "chunk": chunk})
+    await websocket.send_json({"type": "complete", "id": query_id, **_completion(answer, started)})
