@@ -159,6 +159,7 @@ def _shown(report: dict[str, Any], as_json: bool) -> str:
 def _serve_replayed(port: int, as_json: bool) -> Callable[[Any, dict[str, Any]], None]:
     """Print the report, then serve the query API over the replayed state until interrupted."""
     from chanctx.bot.server import build_asgi_app, run_server
+    from chanctx.bot.server.profiles import ProfileStore
     from chanctx.bot.server.query_api import query_routes
     from chanctx.bot.settings import SettingsError
 
@@ -167,7 +168,8 @@ def _serve_replayed(port: int, as_json: bool) -> Callable[[Any, dict[str, Any]],
 
     def serve(bot: Any, report: dict[str, Any]) -> None:
         print(_shown(report, as_json), flush=True)
-        app = build_asgi_app(bot.app, extra_routes=query_routes(bot.engine, None))
+        profiles = ProfileStore(bot.data_dir)
+        app = build_asgi_app(bot.app, extra_routes=query_routes(bot.engine, None, profiles))
         print(f"serving http://127.0.0.1:{port}/api/context/query (Ctrl-C stops)", flush=True)
         run_server(app, "127.0.0.1", port)
 

@@ -127,7 +127,7 @@ def serve(
                 app,
                 signing_secret=settings.signing_secret,
                 ready=recovered.is_set,
-                extra_routes=_api_routes(runtime, settings.options.api_keys),
+                extra_routes=_api_routes(runtime, settings.options.api_keys, settings.data_dir),
             )
             logger.info(
                 "serving the Events API at http://%s:%d/slack/events", settings.host, settings.port
@@ -148,17 +148,19 @@ def serve(
     return app
 
 
-def _api_routes(runtime: Runtime, keys_file: Path | None) -> list[BaseRoute]:
-    """The context query API, on when a keys file says who may read which channel."""
+def _api_routes(runtime: Runtime, keys_file: Path | None, data_dir: Path) -> list[BaseRoute]:
+    """The context query API, on when a keys file says who may read which channel; agent
+    profiles are kept in the data dir."""
     if keys_file is None:
         return []
+    from chanctx.bot.server.profiles import ProfileStore
     from chanctx.bot.server.query_api import ApiKeys, query_routes
 
     try:
         keys = ApiKeys.load(keys_file)
     except ValueError as error:
         raise SettingsError(f"--api-keys: {error}") from None
-    return query_routes(runtime.engine, keys)
+    return query_routes(runtime.engine, keys, ProfileStore(data_dir))
 
 
 def stop_answering(runtime: Runtime, grace: float = 1.5) -> bool:

@@ -24,6 +24,7 @@ import yaml
 from chanctx.bot.channel_view import EngineView
 from chanctx.bot.engine import ContextEngine
 from chanctx.bot.server.asgi import BODY_TIMEOUT, _read_body, _TooLarge
+from chanctx.bot.server.profiles import AgentProfile, ProfileStore
 from chanctx.context import Message
 from chanctx.tools import query_channel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -97,9 +98,31 @@ def _validation_errors(error: ValidationError) -> list[dict[str, str]]:
     ]
 
 
-def run_query(engine: ContextEngine, body: QueryBody) -> dict[str, Any]:
+def with_profile(body: QueryBody, profiles: ProfileStore | None) -> tuple[QueryBody, bool]:
+    """``body`` with its profile's budget, format and filters for the fields it omits, and
+    whether it named a profile that does not exist (then the defaults stand)."""
+    if body.profile is None:
+        return body, False
+    profile = profiles.get(body.profile) if profiles is not None else None
+    if profile is None:
+        return body, True
+    given = body.model_fields_set
+    taken: dict[str, Any] = {}
+    if "token_budget" not in given:
+        taken["token_budget"] = profile.token_budget
+    if "format" not in given:
+        taken["format"] = profile.preferred_format
+    if "type_filters" not in given:
+        taken["type_filters"] = list(profile.type_filters)
+    return body.model_copy(update=taken), False
+
+
+def run_query(
+    engine: ContextEngine, body: QueryBody, profiles: ProfileStore | None = None
+) -> dict[str, Any]:
     """The ContextResponse for ``body`` over what the engine holds (no Slack call but the
     channel's one-time cold start)."""
+    body, fallback = with_profile(body, profiles)
     channel = body.channel
     scope = EngineView(engine, channel).search_index()
 
@@ -129,7 +152,7 @@ def run_query(engine: ContextEngine, body: QueryBody) -> dict[str, Any]:
         "timed_out": result.timed_out,
         "rendered": result.rendered,
         "channel": channel,
-        "profile_fallback": body.profile is not None,  # profiles are not served yet
+        "profile_fallback": fallback,
     }
 
 
@@ -160,7 +183,9 @@ def _sse(event: str, data: dict[str, Any]) -> str:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-def query_routes(engine: ContextEngine, keys: ApiKeys | None) -> list[BaseRoute]:
+def query_routes(
+    engine: ContextEngine, keys: ApiKeys | None, profiles: ProfileStore | None = None
+) -> list[BaseRoute]:
     """The API's routes. ``keys`` None opens every channel without a key: only for
     ``replay --serve``, which listens on loopback and holds a recording, never a workspace."""
 
@@ -186,7 +211,7 @@ def query_routes(engine: ContextEngine, keys: ApiKeys | None) -> list[BaseRoute]
             return _error(422, "the query is not valid", fields=_validation_errors(error))
         if not _may_read(grant, body.channel):
             return _error(403, f"this key may not read channel {body.channel}")
-        return JSONResponse(await run_in_threadpool(run_query, engine, body))
+        return JSONResponse(await run_in_threadpool(run_query, engine, body, profiles))
 
     async def stream(request: Request) -> Response:
         grant = _granted(keys, request.headers.get("authorization", ""))
@@ -199,7 +224,7 @@ def query_routes(engine: ContextEngine, keys: ApiKeys | None) -> list[BaseRoute]
         if not _may_read(grant, body.channel):
             return _error(403, f"this key may not read channel {body.channel}")
         started = time.monotonic()
-        answer = await run_in_threadpool(run_query, engine, body)
+        answer = await run_in_threadpool(run_query, engine, body, profiles)
 
         async def events() -> AsyncIterator[str]:
             for chunk in answer["chunks"]:
@@ -220,7 +245,7 @@ def query_routes(engine: ContextEngine, keys: ApiKeys | None) -> list[BaseRoute]
         try:
             while True:  # several queries on one socket, answered in order
                 message = await websocket.receive_text()
-                await _answer_on_socket(websocket, engine, grant, message)
+                await _answer_on_socket(websocket, engine, grant, message, profiles)
         except WebSocketDisconnect:
             return  # a dropped socket: nothing is left running for it
 
@@ -228,6 +253,7 @@ def query_routes(engine: ContextEngine, keys: ApiKeys | None) -> list[BaseRoute]
         Route("/api/context/query", query, methods=["POST"]),
         Route("/api/context/stream", stream, methods=["GET"]),
         WebSocketRoute("/api/context/ws", socket),
+        *profile_routes(profiles or ProfileStore(None), keys),
     ]
 
 
@@ -246,7 +272,11 @@ def _completion(answer: dict[str, Any], started: float) -> dict[str, Any]:
 
 
 async def _answer_on_socket(
-    websocket: WebSocket, engine: ContextEngine, grant: list[str] | str, message: str
+    websocket: WebSocket,
+    engine: ContextEngine,
+    grant: list[str] | str,
+    message: str,
+    profiles: ProfileStore | None,
 ) -> None:
     """One ``query`` message in; ``chunk``... then ``complete`` out (or one ``error``)."""
     started = time.monotonic()
@@ -275,7 +305,71 @@ async def _answer_on_socket(
              "error": f"this key may not read channel {body.channel}"}
         )  # fmt: skip
         return
-    answer = await run_in_threadpool(run_query, engine, body)
+    answer = await run_in_threadpool(run_query, engine, body, profiles)
     for chunk in answer["chunks"]:
         await websocket.send_json({"type": "chunk", "id": query_id, "chunk": chunk})
     await websocket.send_json({"type": "complete", "id": query_id, **_completion(answer, started)})
+
+
+def profile_routes(profiles: ProfileStore, keys: ApiKeys | None) -> list[BaseRoute]:
+    """``/api/profiles`` (GET list, POST create) and ``/api/profiles/{name}`` (GET, PUT to
+    create or replace, DELETE). Any known key may manage profiles: they hold no channel data."""
+
+    async def parsed(request: Request, name: str | None) -> AgentProfile | Response:
+        if _granted(keys, request.headers.get("authorization", "")) is None:
+            return _error(401, _NEED_KEY)
+        try:
+            raw = await asyncio.wait_for(_read_body(request, _MAX_BODY), timeout=BODY_TIMEOUT)
+            data = json.loads(raw)
+            profile = AgentProfile.model_validate(data)
+        except ValidationError as error:
+            return _error(422, "the profile is not valid", fields=_validation_errors(error))
+        except (_TooLarge, ValueError, TimeoutError, ClientDisconnect, UnicodeDecodeError):
+            return _error(422, "the body is not a JSON profile", fields=[{"field": "body",
+                          "problem": "not JSON, too large or too slow"}])  # fmt: skip
+        if name is not None and profile.name != name:
+            return _error(422, "the profile is not valid",
+                          fields=[{"field": "name", "problem": f"must be {name!r}, as in the path"}])  # fmt: skip
+        return profile
+
+    async def collection(request: Request) -> Response:
+        if request.method == "GET":
+            if _granted(keys, request.headers.get("authorization", "")) is None:
+                return _error(401, _NEED_KEY)
+            return JSONResponse([p.model_dump() for p in profiles.all()])
+        profile = await parsed(request, None)
+        if isinstance(profile, Response):
+            return profile
+        if profiles.get(profile.name) is not None:
+            return _error(409, f"profile {profile.name!r} exists: PUT /api/profiles/{profile.name}")
+        return await _stored(profiles, profile, created_status=201)
+
+    async def one(request: Request) -> Response:
+        name = str(request.path_params["name"])
+        if request.method == "PUT":
+            profile = await parsed(request, name)
+            if isinstance(profile, Response):
+                return profile
+            return await _stored(profiles, profile, created_status=201)
+        if _granted(keys, request.headers.get("authorization", "")) is None:
+            return _error(401, _NEED_KEY)
+        if request.method == "DELETE":
+            removed = await run_in_threadpool(profiles.delete, name)
+            return Response(status_code=204) if removed else _error(404, f"no profile {name!r}")
+        found = profiles.get(name)
+        return JSONResponse(found.model_dump()) if found else _error(404, f"no profile {name!r}")
+
+    return [
+        Route("/api/profiles", collection, methods=["GET", "POST"]),
+        Route("/api/profiles/{name}", one, methods=["GET", "PUT", "DELETE"]),
+    ]
+
+
+async def _stored(
+    profiles: ProfileStore, profile: AgentProfile, *, created_status: int
+) -> Response:
+    try:
+        replaced = await run_in_threadpool(profiles.put, profile)
+    except ValueError as error:
+        return _error(409, str(error))
+    return JSONResponse(profile.model_dump(), status_code=200 if replaced else created_status)
