@@ -12,13 +12,23 @@ import contextlib
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cachetools import TTLCache
-from chanctx.bot.slack.intake import Delete, Edit, IntakeAction, React, Record, SelfIdentity, intake
+from chanctx.bot.slack.intake import (
+    Delete,
+    Edit,
+    IntakeAction,
+    Pin,
+    React,
+    Record,
+    SelfIdentity,
+    intake,
+)
 from chanctx.bot.slack.slack_api import ThreadFetch
 from chanctx.cache import (
     ChannelHistory,
@@ -71,7 +81,10 @@ class SlackSource(Protocol):
 
 # Rate-limit seconds the running answer may still wait (None outside an answer).
 TURN_WAIT_LEFT: ContextVar[float | None] = ContextVar("chanctx_turn_wait_left", default=None)
-_FAR_FUTURE = "9999999999.999999"  # "up to now" when no question bounds a thread fetch
+_FAR_FUTURE = "9999999999.999999"
+_MAX_PINS = (
+    100  # Slack's own limit per channel  # "up to now" when no question bounds a thread fetch
+)
 
 
 @dataclass(frozen=True)
@@ -150,6 +163,8 @@ class ContextEngine:
     _partial: TTLCache[tuple[str, str], tuple[str | None, str | None]] = field(
         default_factory=lambda: TTLCache(maxsize=2_000, ttl=6 * 3600)
     )
+    # Pinned messages per channel (pin_added / pin_removed), for the query API.
+    _pins: dict[str, OrderedDict[str, Message]] = field(default_factory=dict)
     # When each whole thread was last fetched: within stale_serve_ttl it is served with a
     # note when a refresh fails.
     _fetched: TTLCache[tuple[str, str], float] = field(init=False)
@@ -217,6 +232,27 @@ class ContextEngine:
         elif isinstance(action, React):
             change = self.history.add_reaction if action.added else self.history.remove_reaction
             change(action.channel, action.ts, action.name, action.user)
+        elif isinstance(action, Pin):
+            self._pin(action)
+
+    def _pin(self, action: Pin) -> None:
+        """Keep the channel's pins (Slack allows 100 a channel), newest pin last."""
+        message = action.message
+        pins = self._pins.setdefault(message.channel, OrderedDict())
+        pins.pop(message.ts, None)
+        if action.added:
+            pins[message.ts] = message
+            self._adopt([message])
+            while len(pins) > _MAX_PINS:
+                pins.popitem(last=False)
+        elif not pins:
+            self._pins.pop(message.channel, None)
+
+    def pinned(self, channel: str) -> list[Message]:
+        """The channel's pinned messages, as history now holds them (edits included)."""
+        with self._lock:
+            pins = list(self._pins.get(channel, {}).values())
+            return [self.history.get(channel, m.ts) or m for m in pins]
 
     # -- filling the caches from Slack when they cannot know -----------------------------
     # Pattern: decide under the lock, call Slack without it, adopt the answer under it again.

@@ -287,3 +287,37 @@ def test_the_socket_answers_several_queries_and_refuses_what_it_must(api: str) -
         assert json.loads(socket.recv(timeout=30))["status"] == 422
     with pytest.raises(InvalidStatus), connect(url):  # no key: the handshake itself is refused
         pass
+
+
+def test_pinned_messages_come_first_until_unpinned() -> None:
+    import copy
+
+    from .slack_events import CHANNEL, STATE, envelope, message, ts
+
+    def pin(at: str, target: dict[str, Any], *, added: bool = True) -> dict[str, Any]:
+        kind = "pin_added" if added else "pin_removed"
+        item = {"type": "message", "channel": CHANNEL, "message": target, "created": 1}
+        return {"type": kind, "user": "U1", "channel_id": CHANNEL, "item": item, "event_ts": at}
+
+    rule = message(ts(1), "House rule: staging is read-only on Fridays, ask Ana first")
+    with OfflineBot(copy.deepcopy(STATE)) as bot:
+        for n, text in enumerate(["Checkout 502s after the deploy", "Checkout fixed by rollback"]):
+            bot.dispatch(envelope(message(ts(10 + n), text)))
+        bot.dispatch(envelope(rule))
+        bot.dispatch(envelope(pin(ts(20), rule)))
+        keys = ApiKeys({READER: [CHANNEL]})
+        app = build_asgi_app(bot.app, extra_routes=query_routes(bot.engine, keys))
+        with BackgroundServer(app) as server:
+            url = f"{server.origin}/api/context/query"
+            _, body = post(url, {"query": "checkout", "channel": CHANNEL})
+            first, *rest = body["chunks"]
+            assert first["pinned"] is True and "read-only on Fridays" in first["text"]
+            assert first["source"].endswith("(pinned)")
+            assert rest and not any(c["pinned"] for c in rest)
+            assert [c["relevance"] for c in rest] == sorted(
+                (c["relevance"] for c in rest), reverse=True
+            )
+            bot.dispatch(envelope(pin(ts(30), rule, added=False)))
+            _, after = post(url, {"query": "checkout", "channel": CHANNEL})
+            assert not any(c["pinned"] for c in after["chunks"])
+            assert "read-only on Fridays" not in after["rendered"]

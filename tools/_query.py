@@ -146,24 +146,38 @@ def query_channel(
     type_filters: Sequence[str] = (),
     thread_of: Callable[[str], list[Message]],
     timeout_ms: int | None = None,
+    pinned: Sequence[Message] = (),
 ) -> QueryResult:
     """The channel's best blocks for ``query`` within ``token_budget`` tokens of ``rendered``.
 
     ``thread_of``: a thread's messages (root first) from what is cached: no Slack call here.
+    ``pinned``: the channel's pinned messages: message blocks that come first, whatever the
+    query (their relevance is still the search's, 0 when it did not find them).
     """
     started = time.monotonic()
     found = [
-        (b, r)
+        (b, r, False)
         for b, r in _blocks(scope, channel_label, query, names, thread_of)
         if not type_filters or b.block_type in type_filters
     ]
+    if pinned and (not type_filters or "message" in type_filters):
+        scored = {b.block_id: r for b, r, _ in found}
+        pins = [
+            _Block(f"message:{m.channel}:{m.ts}", "message",
+                   f"{channel_label} {iso_from_ts(m.ts)} (pinned)", _line(m, names))
+            for m in pinned if not m.deleted
+        ]  # fmt: skip
+        ids = {b.block_id for b in pins}
+        found = [(b, scored.get(b.block_id, 0.0), True) for b in pins] + [
+            item for item in found if item[0].block_id not in ids
+        ]
     frame = 2 if fmt == "json" else 0  # "[" and "]"
 
     def cost(chunk: Chunk[_Block], text: str) -> int:
         return counter.count(_fragment(chunk.item, text, fmt))
 
     packing = optimize(
-        [Chunk(key=b.block_id, text=b.text, item=b, relevance=r) for b, r in found],
+        [Chunk(key=b.block_id, text=b.text, item=b, relevance=r, pinned=p) for b, r, p in found],
         budget=max(token_budget - frame, 0),
         cost=cost,
     )

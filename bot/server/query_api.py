@@ -141,6 +141,7 @@ def run_query(
         type_filters=body.type_filters,
         thread_of=thread_of,
         timeout_ms=body.timeout_ms,
+        pinned=engine.pinned(channel),
     )
     return {
         "chunks": [chunk.__dict__ for chunk in result.chunks],

@@ -23,6 +23,7 @@ __all__ = [
     "Edit",
     "Ignore",
     "IntakeAction",
+    "Pin",
     "React",
     "Record",
     "SelfIdentity",
@@ -86,11 +87,19 @@ class React:
 
 
 @dataclass(frozen=True)
+class Pin:
+    """A message pinned to (or unpinned from) its channel: the query API serves pins first."""
+
+    message: Message
+    added: bool
+
+
+@dataclass(frozen=True)
 class Ignore:
     reason: str
 
 
-IntakeAction = Record | Edit | Delete | React | Ignore
+IntakeAction = Record | Edit | Delete | React | Pin | Ignore
 
 
 def _files(raw: SlackMessage) -> tuple[FileRef, ...]:
@@ -172,6 +181,17 @@ def _reaction_event(event: Mapping[str, Any], *, added: bool) -> IntakeAction:
     )
 
 
+def _pin_event(event: Mapping[str, Any], me: SelfIdentity, *, added: bool) -> IntakeAction:
+    item = event.get("item")
+    if not isinstance(item, Mapping) or item.get("type") != "message":
+        return Ignore("a pin of something other than a message")
+    channel = item.get("channel") or event.get("channel_id")
+    raw = item.get("message")
+    if not isinstance(channel, str) or not channel or not isinstance(raw, Mapping):
+        return Ignore("a pin without its channel or message")
+    return Pin(to_message(SlackMessage.model_validate(raw), channel, me), added)
+
+
 def intake(event: Mapping[str, Any], me: SelfIdentity) -> IntakeAction:
     """Decide what one Slack event means for the caches. Never raises on bad input."""
     kind = event.get("type")
@@ -180,6 +200,8 @@ def intake(event: Mapping[str, Any], me: SelfIdentity) -> IntakeAction:
             action = _message_event(event, me)
         elif kind in ("reaction_added", "reaction_removed"):
             action = _reaction_event(event, added=kind == "reaction_added")
+        elif kind in ("pin_added", "pin_removed"):
+            action = _pin_event(event, me, added=kind == "pin_added")
         elif (
             kind == "app_mention" and isinstance(event.get("channel"), str) and event.get("channel")
         ):
