@@ -64,12 +64,13 @@ def test_a_profile_is_created_read_replaced_and_deleted(served: Served) -> None:
     status, got = call("GET", f"{origin}/api/profiles/triage-bot")
     assert status == 200 and got["token_budget"] == 300 and got["context_window"] == 200_000
     assert [p["name"] for p in call("GET", f"{origin}/api/profiles")[1]] == ["triage-bot"]
-    wider = {**profile, "token_budget": 900}
+    fields = {k: v for k, v in profile.items() if k != "name"}  # PUT: the path names it
+    wider = {**fields, "token_budget": 900}
     assert call("PUT", f"{origin}/api/profiles/triage-bot", wider)[0] == 200
     assert ProfileStore(data).get("triage-bot") is not None  # on disk: a restart keeps it
     assert ProfileStore(data).get("triage-bot").token_budget == 900  # type: ignore[union-attr]
-    renamed = {**profile, "name": "other"}
-    status, body = call("PUT", f"{origin}/api/profiles/triage-bot", renamed)
+    named = {**wider, "name": "other"}  # a name in a PUT body is refused, not obeyed
+    status, body = call("PUT", f"{origin}/api/profiles/triage-bot", named)
     assert status == 422 and body["fields"][0]["field"] == "name"
     assert call("DELETE", f"{origin}/api/profiles/triage-bot")[0] == 204
     assert call("GET", f"{origin}/api/profiles/triage-bot")[0] == 404
@@ -79,7 +80,7 @@ def test_a_profile_is_created_read_replaced_and_deleted(served: Served) -> None:
 
 def test_a_query_takes_its_profile_for_what_it_omits(served: Served) -> None:
     origin, _ = served
-    profile = {"name": "terse", "token_budget": 200, "preferred_format": "text"}
+    profile = {"token_budget": 200, "preferred_format": "text"}
     assert call("PUT", f"{origin}/api/profiles/terse", profile)[0] in (200, 201)
     query = {"query": "rollback", "channel": INCIDENTS, "profile": "terse"}
     status, body = call("POST", f"{origin}/api/context/query", query)
@@ -107,7 +108,7 @@ def test_profiles_round_trip_through_the_api(
     served: Served, budget: int, fmt: str, filters: list[str], window: int
 ) -> None:
     origin, _ = served
-    profile = {"name": "rt", "token_budget": budget, "preferred_format": fmt,
-               "type_filters": filters, "context_window": window}  # fmt: skip
+    profile = {"token_budget": budget, "preferred_format": fmt, "type_filters": filters,
+               "context_window": window}  # fmt: skip
     assert call("PUT", f"{origin}/api/profiles/rt", profile)[0] in (200, 201)
-    assert call("GET", f"{origin}/api/profiles/rt")[1] == profile
+    assert call("GET", f"{origin}/api/profiles/rt")[1] == {**profile, "name": "rt"}

@@ -15,21 +15,29 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["AgentProfile", "ProfileStore"]
+__all__ = ["NAME_PATTERN", "AgentProfile", "ProfileFields", "ProfileStore"]
 
 logger = logging.getLogger("chanctx.profiles")
 FILE_NAME = "profiles.json"
 MAX_PROFILES = 1_000
 
 
-class AgentProfile(BaseModel):
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class ProfileFields(BaseModel):
+    """A profile without its name: what ``PUT /api/profiles/{name}`` takes (the path names it)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     context_window: int = Field(default=200_000, ge=1_000, le=2_000_000)
     token_budget: int = Field(default=2_000, ge=16, le=200_000)
     preferred_format: Literal["json", "markdown", "text"] = "markdown"
     type_filters: list[Literal["message", "thread"]] = Field(default_factory=list)
+
+
+class AgentProfile(ProfileFields):
+    name: str = Field(pattern=NAME_PATTERN)
 
 
 class ProfileStore:

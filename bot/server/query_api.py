@@ -24,7 +24,7 @@ import yaml
 from chanctx.bot.channel_view import EngineView
 from chanctx.bot.engine import ContextEngine
 from chanctx.bot.server.asgi import BODY_TIMEOUT, _read_body, _TooLarge
-from chanctx.bot.server.profiles import AgentProfile, ProfileStore
+from chanctx.bot.server.profiles import AgentProfile, ProfileFields, ProfileStore
 from chanctx.context import Message
 from chanctx.tools import query_channel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -189,6 +189,7 @@ def query_routes(
 ) -> list[BaseRoute]:
     """The API's routes. ``keys`` None opens every channel without a key: only for
     ``replay --serve``, which listens on loopback and holds a recording, never a workspace."""
+    from chanctx.bot.server.openapi import openapi_routes  # it describes this module's models
 
     async def query(request: Request) -> Response:
         grant = _granted(keys, request.headers.get("authorization", ""))
@@ -255,6 +256,7 @@ def query_routes(
         Route("/api/context/stream", stream, methods=["GET"]),
         WebSocketRoute("/api/context/ws", socket),
         *profile_routes(profiles or ProfileStore(None), keys),
+        *openapi_routes(),
     ]
 
 
@@ -317,21 +319,21 @@ def profile_routes(profiles: ProfileStore, keys: ApiKeys | None) -> list[BaseRou
     create or replace, DELETE). Any known key may manage profiles: they hold no channel data."""
 
     async def parsed(request: Request, name: str | None) -> AgentProfile | Response:
+        """The profile in the body; for PUT its name comes from the path (``name``)."""
         if _granted(keys, request.headers.get("authorization", "")) is None:
             return _error(401, _NEED_KEY)
         try:
             raw = await asyncio.wait_for(_read_body(request, _MAX_BODY), timeout=BODY_TIMEOUT)
             data = json.loads(raw)
-            profile = AgentProfile.model_validate(data)
+            if name is None:
+                return AgentProfile.model_validate(data)
+            fields = ProfileFields.model_validate(data)
+            return AgentProfile.model_validate({**fields.model_dump(), "name": name})
         except ValidationError as error:
             return _error(422, "the profile is not valid", fields=_validation_errors(error))
         except (_TooLarge, ValueError, TimeoutError, ClientDisconnect, UnicodeDecodeError):
             return _error(422, "the body is not a JSON profile", fields=[{"field": "body",
                           "problem": "not JSON, too large or too slow"}])  # fmt: skip
-        if name is not None and profile.name != name:
-            return _error(422, "the profile is not valid",
-                          fields=[{"field": "name", "problem": f"must be {name!r}, as in the path"}])  # fmt: skip
-        return profile
 
     async def collection(request: Request) -> Response:
         if request.method == "GET":

@@ -1,0 +1,71 @@
+"""The query API holds to its own OpenAPI description: schemathesis generates requests from
+``/openapi.json`` and checks every answer over real HTTP (no 5xx, documented statuses, content
+types and bodies that match their schemas)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import schemathesis
+from chanctx.bot.replay.fixture import load_fixture
+from chanctx.bot.replay.offline import OfflineBot
+from chanctx.bot.server import BackgroundServer, build_asgi_app
+from chanctx.bot.server.profiles import ProfileStore
+from chanctx.bot.server.query_api import ApiKeys, query_routes
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from .test_query_api import ADMIN, DEMO, INCIDENTS, READER
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data = tmp_path_factory.mktemp("openapi")
+    fixture = load_fixture(DEMO)
+    start = float(fixture.envelopes[0].get("event_time") or 0)
+    with OfflineBot(fixture.slack_api, start_time=start) as bot:
+        for envelope in fixture.envelopes:
+            bot.dispatch(envelope)
+        keys = ApiKeys({READER: [INCIDENTS], ADMIN: "*"})
+        routes = query_routes(bot.engine, keys, ProfileStore(data))
+        with BackgroundServer(build_asgi_app(bot.app, extra_routes=routes)) as server:
+            yield server.origin
+
+
+OPERATIONS = [
+    ("POST", "/api/context/query"),
+    ("GET", "/api/context/stream"),
+    ("GET", "/api/profiles"),
+    ("POST", "/api/profiles"),
+    ("GET", "/api/profiles/{name}"),
+    ("PUT", "/api/profiles/{name}"),
+    ("DELETE", "/api/profiles/{name}"),
+]
+
+
+@pytest.mark.parametrize(("method", "path"), OPERATIONS)
+def test_every_answer_matches_the_description(origin: str, method: str, path: str) -> None:
+    # schemathesis's own pytest plugin does not load under this pytest; its schema loader,
+    # strategies and checks do, driven here by Hypothesis.
+    operation = schemathesis.openapi.from_url(f"{origin}/openapi.json")[path][method]
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def check(data: st.DataObject) -> None:
+        case = data.draw(operation.as_strategy())
+        case.call_and_validate(headers={"Authorization": f"Bearer {ADMIN}"})
+
+    check()
+
+
+def test_the_description_names_every_route(origin: str) -> None:
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{origin}/openapi.json", timeout=10) as response:
+        document = json.loads(response.read())
+    assert set(document["paths"]) == {
+        "/api/context/query", "/api/context/stream", "/api/profiles", "/api/profiles/{name}",
+    }  # fmt: skip
+    assert document["components"]["schemas"]["QueryBody"]["required"] == ["query", "channel"]
