@@ -169,8 +169,15 @@ def _serve_replayed(port: int, as_json: bool) -> Callable[[Any, dict[str, Any]],
     def serve(bot: Any, report: dict[str, Any]) -> None:
         print(_shown(report, as_json), flush=True)
         profiles = ProfileStore(bot.data_dir)
-        app = build_asgi_app(bot.app, extra_routes=query_routes(bot.engine, None, profiles))
-        print(f"serving http://127.0.0.1:{port}/api/context/query (Ctrl-C stops)", flush=True)
+        routes = query_routes(
+            bot.engine, None, profiles, turns=lambda: list(bot.runtime.runner.results)
+        )
+        app = build_asgi_app(bot.app, extra_routes=routes)
+        print(
+            f"serving http://127.0.0.1:{port}/api/context/query and "
+            f"http://127.0.0.1:{port}/inspector (Ctrl-C stops)",
+            flush=True,
+        )
         run_server(app, "127.0.0.1", port)
 
     return serve

@@ -160,7 +160,9 @@ def _api_routes(runtime: Runtime, keys_file: Path | None, data_dir: Path) -> lis
         keys = ApiKeys.load(keys_file)
     except ValueError as error:
         raise SettingsError(f"--api-keys: {error}") from None
-    return query_routes(runtime.engine, keys, ProfileStore(data_dir))
+    return query_routes(
+        runtime.engine, keys, ProfileStore(data_dir), turns=lambda: list(runtime.runner.results)
+    )
 
 
 def stop_answering(runtime: Runtime, grace: float = 1.5) -> bool:

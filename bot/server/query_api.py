@@ -16,12 +16,13 @@ import asyncio
 import hmac
 import json
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from chanctx.bot.channel_view import EngineView
+from chanctx.bot.claude.answers import TurnResult
 from chanctx.bot.engine import ContextEngine
 from chanctx.bot.server.asgi import BODY_TIMEOUT, _read_body, _TooLarge
 from chanctx.bot.server.profiles import AgentProfile, ProfileFields, ProfileStore
@@ -185,10 +186,14 @@ def _sse(event: str, data: dict[str, Any]) -> str:
 
 
 def query_routes(
-    engine: ContextEngine, keys: ApiKeys | None, profiles: ProfileStore | None = None
+    engine: ContextEngine,
+    keys: ApiKeys | None,
+    profiles: ProfileStore | None = None,
+    turns: Callable[[], Sequence[TurnResult]] | None = None,
 ) -> list[BaseRoute]:
     """The API's routes. ``keys`` None opens every channel without a key: only for
     ``replay --serve``, which listens on loopback and holds a recording, never a workspace."""
+    from chanctx.bot.server.inspector import inspector_routes
     from chanctx.bot.server.openapi import openapi_routes  # it describes this module's models
 
     async def query(request: Request) -> Response:
@@ -257,6 +262,13 @@ def query_routes(
         WebSocketRoute("/api/context/ws", socket),
         *profile_routes(profiles or ProfileStore(None), keys),
         *openapi_routes(),
+        *(
+            inspector_routes(
+                engine, turns, lambda r: _granted(keys, r.headers.get("authorization", ""))
+            )
+            if turns is not None
+            else []
+        ),
     ]
 
 

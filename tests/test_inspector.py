@@ -1,0 +1,87 @@
+"""The inspector in a real headless Chromium: the demo's turns newest first with their token
+bars, cache share, tool calls and replies, and the query box running the context API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from chanctx.bot.replay.fixture import load_fixture
+from chanctx.bot.replay.offline import OfflineBot
+from chanctx.bot.server import BackgroundServer, build_asgi_app
+from chanctx.bot.server.query_api import ApiKeys, query_routes
+from playwright.sync_api import Page, sync_playwright
+
+from .chromium import ensure_chromium
+from .test_query_api import DEMO, INCIDENTS, READER
+
+
+@pytest.fixture(scope="module")
+def page_of() -> Iterator[Any]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=ensure_chromium(), args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def demo_bot() -> Iterator[OfflineBot]:
+    fixture = load_fixture(DEMO)
+    start = float(fixture.envelopes[0].get("event_time") or 0)
+    with OfflineBot(
+        fixture.slack_api, claude=True, cassette=fixture.cassette, start_time=start
+    ) as bot:
+        for envelope in fixture.envelopes:
+            bot.dispatch(envelope)
+        yield bot
+
+
+def served(bot: OfflineBot, keys: ApiKeys | None) -> BackgroundServer:
+    routes = query_routes(bot.engine, keys, None, turns=lambda: list(bot.runtime.runner.results))
+    return BackgroundServer(build_asgi_app(bot.app, extra_routes=routes))
+
+
+def test_the_inspector_shows_the_turns_and_runs_a_query(page_of: Any, demo_bot: OfflineBot) -> None:
+    with served(demo_bot, None) as server:
+        page: Page = page_of.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(f"{server.origin}/inspector")
+        page.wait_for_selector(".turn")
+        turns = page.locator(".turn")
+        assert turns.count() == 2
+        newest, oldest = (turns.nth(i).inner_text() for i in (0, 1))
+        results = demo_bot.runtime.runner.results
+        # Newest first: the second mention's turn leads.
+        assert results[1].turn.anchor_ts in newest and results[0].turn.anchor_ts in oldest
+        assert "#incidents" in newest and "from the prompt cache" in newest
+        assert page.locator(".turn .bar").count() == 4  # snapshot and thread, per turn
+        assert page.locator(".turn details.tool").count() >= 1  # the tool calls, openable
+        assert "(offline model" in page.locator(".turn .reply").first.inner_text()
+        page.fill("#query", "rollback checkout")
+        page.select_option("#channel", INCIDENTS)
+        page.click("button[type=submit]")
+        page.wait_for_selector("tr.chunk")
+        assert page.locator("tr.chunk").count() >= 1
+        assert "tokens" in page.locator("#answer").inner_text()
+        assert errors == []
+        page.close()
+
+
+def test_with_keys_the_page_asks_for_one_and_shows_only_its_channels(
+    page_of: Any, demo_bot: OfflineBot
+) -> None:
+    keys = ApiKeys({READER: ["C0NOTHING1"]})  # a key for a channel with no turns
+    with served(demo_bot, keys) as server:
+        page: Page = page_of.new_page()
+        page.on("dialog", lambda dialog: dialog.accept(READER))
+        page.goto(f"{server.origin}/inspector")
+        page.wait_for_function("document.getElementById('turns').textContent !== 'Loading…'")
+        assert page.locator(".turn").count() == 0
+        assert page.locator("#turns").inner_text() == "No turns yet."
+        page.close()
