@@ -60,6 +60,7 @@ def test_the_inspector_shows_the_turns_and_runs_a_query(page_of: Any, demo_bot: 
         # Newest first: the second mention's turn leads.
         assert results[1].turn.anchor_ts in newest and results[0].turn.anchor_ts in oldest
         assert "#incidents" in newest and "from the prompt cache" in newest
+        assert "<@" not in newest and "@chanctx" in newest  # mentions as Slack shows them
         assert page.locator(".turn .bar").count() == 4  # snapshot and thread, per turn
         assert page.locator(".turn details.tool").count() >= 1  # the tool calls, openable
         assert "(offline model" in page.locator(".turn .reply").first.inner_text()

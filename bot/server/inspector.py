@@ -14,6 +14,7 @@ from typing import Any
 
 from chanctx.bot.claude.answers import TurnResult
 from chanctx.bot.engine import ContextEngine
+from chanctx.context import render_slack_text
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -35,7 +36,13 @@ def turn_view(result: TurnResult, engine: ContextEngine) -> dict[str, Any]:
         "channel_name": engine.names.channels.get(result.turn.channel, result.turn.channel),
         "thread_ts": result.turn.thread_ts,
         "anchor_ts": result.turn.anchor_ts,
-        "question": built.anchor.text if built is not None else None,
+        "question": (
+            render_slack_text(
+                built.anchor.text, users=engine.names.users, channels=engine.names.channels
+            )
+            if built is not None
+            else None
+        ),  # "@Ana", not "<@U0ANA>": as Slack shows it
         "budgets": {
             "snapshot": {
                 "used": built.snapshot_tokens if built else 0,
