@@ -34,16 +34,11 @@ from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 from starlette.applications import Starlette
 
 from bench._results import write_section
-from bench.search_speed import CHANNEL, Corpus
+from bench.search_speed import CHANNEL, Corpus, _percentiles
 
 SIZE = 100_000
 QUERIES = 200
 BUDGET = 4_000
-
-
-def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return statistics.median(ordered), ordered[int(0.95 * (len(ordered) - 1))]
 
 
 def _baseline(bm25: BM25Okapi, texts: list[str], intent: str) -> int:

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import redis
 
+from .debian import ensure_debian_binary
+
 __all__ = ["RedisServer", "ensure_redis_server", "redis_server"]
 
 
 def ensure_redis_server() -> str:
-    found = shutil.which("redis-server")
-    if found:
-        return found
+    return ensure_debian_binary("redis-server", "redis-server")
     for command in (
         ["apt-get", "update", "-qq"],
         ["apt-get", "install", "-y", "-qq", "redis-server"],

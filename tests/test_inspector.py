@@ -7,14 +7,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from chanctx.bot.replay.fixture import load_fixture
 from chanctx.bot.replay.offline import OfflineBot
-from chanctx.bot.server import BackgroundServer, build_asgi_app
-from chanctx.bot.server.query_api import ApiKeys, query_routes
+from chanctx.bot.server.query_api import ApiKeys
 from playwright.sync_api import Page, sync_playwright
 
 from .chromium import ensure_chromium
-from .test_query_api import DEMO, INCIDENTS, READER
+from .query_server import api_server, demo_replayed
+from .test_query_api import INCIDENTS, READER
 
 
 @pytest.fixture(scope="module")
@@ -31,23 +30,12 @@ def page_of() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def demo_bot() -> Iterator[OfflineBot]:
-    fixture = load_fixture(DEMO)
-    start = float(fixture.envelopes[0].get("event_time") or 0)
-    with OfflineBot(
-        fixture.slack_api, claude=True, cassette=fixture.cassette, start_time=start
-    ) as bot:
-        for envelope in fixture.envelopes:
-            bot.dispatch(envelope)
+    with demo_replayed(claude=True) as bot:
         yield bot
 
 
-def served(bot: OfflineBot, keys: ApiKeys | None) -> BackgroundServer:
-    routes = query_routes(bot.engine, keys, None, turns=lambda: list(bot.runtime.runner.results))
-    return BackgroundServer(build_asgi_app(bot.app, extra_routes=routes))
-
-
 def test_the_inspector_shows_the_turns_and_runs_a_query(page_of: Any, demo_bot: OfflineBot) -> None:
-    with served(demo_bot, None) as server:
+    with api_server(demo_bot, None) as server:
         page: Page = page_of.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
@@ -78,7 +66,7 @@ def test_with_keys_the_page_asks_for_one_and_shows_only_its_channels(
     page_of: Any, demo_bot: OfflineBot
 ) -> None:
     keys = ApiKeys({READER: ["C0NOTHING1"]})  # a key for a channel with no turns
-    with served(demo_bot, keys) as server:
+    with api_server(demo_bot, keys) as server:
         page: Page = page_of.new_page()
         page.on("dialog", lambda dialog: dialog.accept(READER))
         page.goto(f"{server.origin}/inspector")

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chanctx.bot.replay.fixture import load_fixture
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.server import BackgroundServer, build_asgi_app
 from chanctx.bot.server.query_api import ApiKeys, query_routes
@@ -20,7 +19,8 @@ from chanctx.context import default_counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+from .query_server import DEMO, api_server, demo_replayed
+
 INCIDENTS, RANDOM = "C0INCIDENT", "C0RANDOM00"
 READER = "incidents-reader-key-0001"  # may read #incidents only
 ADMIN = "every-channel-admin-key-01"
@@ -29,15 +29,11 @@ COUNT = default_counter().count
 
 @pytest.fixture(scope="module")
 def api() -> Iterator[str]:
-    fixture = load_fixture(DEMO)
-    start = float(fixture.envelopes[0].get("event_time") or 0)
-    with OfflineBot(fixture.slack_api, start_time=start) as bot:
-        for envelope in fixture.envelopes:
-            bot.dispatch(envelope)
-        keys = ApiKeys({READER: [INCIDENTS], ADMIN: "*"})
-        app = build_asgi_app(bot.app, extra_routes=query_routes(bot.engine, keys))
-        with BackgroundServer(app) as server:
-            yield f"{server.origin}/api/context/query"
+    with (
+        demo_replayed() as bot,
+        api_server(bot, ApiKeys({READER: [INCIDENTS], ADMIN: "*"})) as server,
+    ):
+        yield f"{server.origin}/api/context/query"
 
 
 def post(url: str, body: Any, key: str | None = READER) -> tuple[int, dict[str, Any]]:

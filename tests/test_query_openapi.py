@@ -8,29 +8,21 @@ from collections.abc import Iterator
 
 import pytest
 import schemathesis
-from chanctx.bot.replay.fixture import load_fixture
-from chanctx.bot.replay.offline import OfflineBot
-from chanctx.bot.server import BackgroundServer, build_asgi_app
 from chanctx.bot.server.profiles import ProfileStore
-from chanctx.bot.server.query_api import ApiKeys, query_routes
+from chanctx.bot.server.query_api import ApiKeys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .test_query_api import ADMIN, DEMO, INCIDENTS, READER
+from .query_server import api_server, demo_replayed
+from .test_query_api import ADMIN, INCIDENTS, READER
 
 
 @pytest.fixture(scope="module")
 def origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    data = tmp_path_factory.mktemp("openapi")
-    fixture = load_fixture(DEMO)
-    start = float(fixture.envelopes[0].get("event_time") or 0)
-    with OfflineBot(fixture.slack_api, start_time=start) as bot:
-        for envelope in fixture.envelopes:
-            bot.dispatch(envelope)
-        keys = ApiKeys({READER: [INCIDENTS], ADMIN: "*"})
-        routes = query_routes(bot.engine, keys, ProfileStore(data))
-        with BackgroundServer(build_asgi_app(bot.app, extra_routes=routes)) as server:
-            yield server.origin
+    profiles = ProfileStore(tmp_path_factory.mktemp("openapi"))
+    keys = ApiKeys({READER: [INCIDENTS], ADMIN: "*"})
+    with demo_replayed() as bot, api_server(bot, keys, profiles) as server:
+        yield server.origin
 
 
 OPERATIONS = [

@@ -11,15 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chanctx.bot.replay.fixture import load_fixture
-from chanctx.bot.replay.offline import OfflineBot
-from chanctx.bot.server import BackgroundServer, build_asgi_app
 from chanctx.bot.server.profiles import ProfileStore
-from chanctx.bot.server.query_api import ApiKeys, query_routes
+from chanctx.bot.server.query_api import ApiKeys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .test_query_api import ADMIN, DEMO, INCIDENTS, READER
+from .query_server import api_server, demo_replayed
+from .test_query_api import ADMIN, INCIDENTS, READER
 
 Served = tuple[str, Path]
 
@@ -27,16 +25,9 @@ Served = tuple[str, Path]
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     data = tmp_path_factory.mktemp("profiles")
-    fixture = load_fixture(DEMO)
-    start = float(fixture.envelopes[0].get("event_time") or 0)
-    with OfflineBot(fixture.slack_api, start_time=start) as bot:
-        for envelope in fixture.envelopes:
-            bot.dispatch(envelope)
-        routes = query_routes(
-            bot.engine, ApiKeys({READER: [INCIDENTS], ADMIN: "*"}), ProfileStore(data)
-        )
-        with BackgroundServer(build_asgi_app(bot.app, extra_routes=routes)) as server:
-            yield server.origin, data
+    keys = ApiKeys({READER: [INCIDENTS], ADMIN: "*"})
+    with demo_replayed() as bot, api_server(bot, keys, ProfileStore(data)) as server:
+        yield server.origin, data
 
 
 def call(method: str, url: str, body: Any = None, key: str | None = READER) -> tuple[int, Any]:

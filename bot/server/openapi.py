@@ -12,6 +12,7 @@ from typing import Any
 
 from chanctx.bot.server.profiles import NAME_PATTERN, AgentProfile, ProfileFields
 from chanctx.bot.server.query_api import QueryBody
+from chanctx.tools import QueryChunk
 from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -20,20 +21,8 @@ from starlette.routing import BaseRoute, Route
 __all__ = ["openapi_document", "openapi_routes"]
 
 
-class QueryChunkModel(BaseModel):
-    block_id: str
-    block_type: str
-    source: str
-    text: str
-    tokens: int
-    relevance: float
-    pinned: bool
-    truncated: bool
-    original_tokens: int
-
-
 class ContextResponse(BaseModel):
-    chunks: list[QueryChunkModel]
+    chunks: list[QueryChunk]  # the dataclass the service fills, described as it is
     total_tokens: int
     token_budget: int
     truncated_count: int
