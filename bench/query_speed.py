@@ -24,7 +24,7 @@ from chanctx.bot.engine import ContextEngine
 from chanctx.bot.server import BackgroundServer
 from chanctx.bot.server.query_api import QueryBody, query_routes, run_query
 from chanctx.bot.slack.intake import SelfIdentity
-from chanctx.context import Names, default_counter
+from chanctx.context import default_counter
 from chanctx.context._render import text_of
 from chanctx.context.budget import Chunk, optimize
 from chanctx.tools._index import document_terms
@@ -34,7 +34,7 @@ from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 from starlette.applications import Starlette
 
 from bench._results import write_section
-from bench.search_speed import CHANNEL, Corpus, _percentiles
+from bench.search_speed import CHANNEL, _percentiles, generated
 
 SIZE = 100_000
 QUERIES = 200
@@ -75,10 +75,7 @@ def _first_chunk_ms(port: int, intent: str) -> float:
 
 def main(argv: Sequence[str] = ()) -> None:
     size = int(argv[0]) if argv else SIZE
-    corpus = Corpus()
-    messages = corpus.messages(size)
-    names = Names(users=corpus.users, channels={CHANNEL: "engineering"})
-    intents = corpus.intents(QUERIES)
+    _, messages, names, intents = generated(size, QUERIES)
     engine = ContextEngine(
         me=SelfIdentity(user_id="U0BOT", bot_id="B0BOT"),
         names=names,

@@ -187,12 +187,17 @@ def _timed(function: Callable[..., object], *args: Any) -> float:
     return time.perf_counter() - started
 
 
-def main(argv: Sequence[str] = ()) -> None:
-    size = int(argv[0]) if argv else SIZE
+def generated(size: int, queries: int) -> tuple[Corpus, list[Message], Names, list[str]]:
+    """The corpus, the channel's messages, its names and the search intents (deterministic)."""
     corpus = Corpus()
     messages = corpus.messages(size)
     names = Names(users=corpus.users, channels={CHANNEL: "engineering"})
-    intents = corpus.intents(QUERIES)
+    return corpus, messages, names, corpus.intents(queries)
+
+
+def main(argv: Sequence[str] = ()) -> None:
+    size = int(argv[0]) if argv else SIZE
+    corpus, messages, names, intents = generated(size, QUERIES)
     print(f"{size:,} messages generated", flush=True)
 
     # -- insert cost ------------------------------------------------------------------------

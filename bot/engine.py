@@ -314,8 +314,16 @@ class ContextEngine:
         )
 
     def cached_replies(self, channel: str, root_ts: str) -> list[Message]:
-        """The replies of a thread the caches hold (no fetch)."""
-        return self._replies(channel, root_ts)
+        """The replies of a thread the caches hold: history's and the thread cache's (no fetch)."""
+        with self._lock:
+            return self._thread_replies(channel, root_ts)
+
+    def cached_thread(self, channel: str, root_ts: str) -> list[Message]:
+        """A thread as the caches hold it, root first (history, else the starter cache), no
+        fetch: what the query API shows as a thread block."""
+        with self._lock:
+            root = self._root(channel, root_ts)
+            return ([root] if root else []) + self._thread_replies(channel, root_ts)
 
     def _thread_is_complete(self, channel: str, root_ts: str) -> bool:
         with self._lock:

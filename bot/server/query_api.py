@@ -26,7 +26,6 @@ from chanctx.bot.claude.answers import TurnResult
 from chanctx.bot.engine import ContextEngine
 from chanctx.bot.server.asgi import BODY_TIMEOUT, _read_body, _TooLarge
 from chanctx.bot.server.profiles import AgentProfile, ProfileFields, ProfileStore
-from chanctx.context import Message
 from chanctx.tools import query_channel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -127,10 +126,6 @@ def run_query(
     channel = body.channel
     scope = EngineView(engine, channel).search_index()
 
-    def thread_of(root_ts: str) -> list[Message]:
-        root = engine.message(channel, root_ts)
-        return ([root] if root else []) + engine.cached_replies(channel, root_ts)
-
     result = query_channel(
         scope,
         body.query,
@@ -140,7 +135,7 @@ def run_query(
         token_budget=body.token_budget,
         fmt=body.format,
         type_filters=body.type_filters,
-        thread_of=thread_of,
+        thread_of=lambda root_ts: engine.cached_thread(channel, root_ts),
         timeout_ms=body.timeout_ms,
         pinned=engine.pinned(channel),
     )
