@@ -161,6 +161,7 @@ def _serve_replayed(port: int, as_json: bool) -> Callable[[Any, dict[str, Any]],
     from chanctx.bot.server import build_asgi_app, run_server
     from chanctx.bot.server.profiles import ProfileStore
     from chanctx.bot.server.query_api import query_routes
+    from chanctx.bot.server.query_sources import QuerySources
     from chanctx.bot.settings import SettingsError
 
     if not 0 < port < 65536:
@@ -169,8 +170,13 @@ def _serve_replayed(port: int, as_json: bool) -> Callable[[Any, dict[str, Any]],
     def serve(bot: Any, report: dict[str, Any]) -> None:
         print(_shown(report, as_json), flush=True)
         profiles = ProfileStore(bot.data_dir)
+        sources = QuerySources(bot.engine, recipe=bot.recipe, media=bot.media)
         routes = query_routes(
-            bot.engine, None, profiles, turns=lambda: list(bot.runtime.runner.results)
+            bot.engine,
+            None,
+            profiles,
+            turns=lambda: list(bot.runtime.runner.results),
+            sources=sources,
         )
         app = build_asgi_app(bot.app, extra_routes=routes)
         print(

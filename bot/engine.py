@@ -75,6 +75,7 @@ class SlackSource(Protocol):
     ) -> ThreadFetch: ...
     def fetch_message(self, channel: str, ts: str) -> Message | None: ...
     def channel_history(self, channel: str, *, limit: int = ...) -> list[Message]: ...
+    def pinned_messages(self, channel: str) -> list[Message]: ...
     def user_name(self, user_id: str) -> str: ...
     def channel_name(self, channel_id: str) -> str: ...
 
@@ -163,8 +164,12 @@ class ContextEngine:
     _partial: TTLCache[tuple[str, str], tuple[str | None, str | None]] = field(
         default_factory=lambda: TTLCache(maxsize=2_000, ttl=6 * 3600)
     )
-    # Pinned messages per channel (pin_added / pin_removed), for the query API.
+    # Pinned messages per channel (pins.list on a cold start, then pin_added / pin_removed),
+    # for the query API; pins removed recently, so a cold start racing the event keeps it off.
     _pins: dict[str, OrderedDict[str, Message]] = field(default_factory=dict)
+    _unpinned: TTLCache[tuple[str, str], bool] = field(
+        default_factory=lambda: TTLCache(maxsize=10_000, ttl=3600)
+    )
     # When each whole thread was last fetched: within stale_serve_ttl it is served with a
     # note when a refresh fails.
     _fetched: TTLCache[tuple[str, str], float] = field(init=False)
@@ -240,6 +245,9 @@ class ContextEngine:
         message = action.message
         pins = self._pins.setdefault(message.channel, OrderedDict())
         pins.pop(message.ts, None)
+        self._unpinned.pop((message.channel, message.ts), None)
+        if not action.added:  # a cold start's pins.list may still list it
+            self._unpinned[(message.channel, message.ts)] = True
         if action.added:
             pins[message.ts] = message
             self._adopt([message])
@@ -301,6 +309,17 @@ class ContextEngine:
                 return
             self._warm.add(channel)
         self._adopt(self.slack.channel_history(channel, limit=self.settings.cold_start_messages))
+        # Pins made before this start: pin events seen since then win (they are newer).
+        pinned = self.slack.pinned_messages(channel)
+        with self._lock:
+            known = self._pins.get(channel, OrderedDict())
+            fresh = OrderedDict(
+                (m.ts, m) for m in pinned[-_MAX_PINS:] if (channel, m.ts) not in self._unpinned
+            )
+            fresh.update(known)
+            if fresh:
+                self._pins[channel] = fresh
+        self._adopt(pinned)
 
     def held(self, channel: str) -> int:
         """Messages of ``channel`` in memory (no Slack call)."""

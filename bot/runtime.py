@@ -26,6 +26,7 @@ from chanctx.bot.slack.assistant_threads import AssistantThreads
 from chanctx.bot.slack.markdown import split_markdown
 from chanctx.bot.slack.membership import MembershipChecker
 from chanctx.bot.slack.poster import Poster
+from chanctx.bot.slack.slack_api import counted_reads
 from chanctx.context import ChanctxError
 from chanctx.manifest_store import FeedbackStore, TurnJournal, TurnStore
 from slack_sdk import WebClient
@@ -174,9 +175,12 @@ class Runtime:
     # -- on the answer worker ------------------------------------------------------------
 
     def answer(self, turn: Turn) -> TurnResult:
-        # One budget of rate-limit waiting per answer: its context and its tools share it.
-        with self.engine.turn_wait_budget():
-            return self._answer(turn)
+        # One budget of rate-limit waiting per answer: its context and its tools share it;
+        # the Slack reads it made are counted for the inspector.
+        with self.engine.turn_wait_budget(), counted_reads() as reads:
+            result = self._answer(turn)
+        result.slack_calls = dict(sorted(reads.items()))
+        return result
 
     def _answer(self, turn: Turn) -> TurnResult:
         result = TurnResult(turn=turn)
@@ -201,6 +205,8 @@ class Runtime:
                 answer.tool_calls,
                 answer.usage,
             )
+            result.sent, result.request_tokens = answer.sent, answer.request_tokens
+            result.limits = answer.limits
             if answer.usage:
                 with self.lock:
                     self.last_usage[turn.channel] = dict(answer.usage)

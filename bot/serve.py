@@ -127,7 +127,7 @@ def serve(
                 app,
                 signing_secret=settings.signing_secret,
                 ready=recovered.is_set,
-                extra_routes=_api_routes(runtime, settings.options.api_keys, settings.data_dir),
+                extra_routes=_api_routes(runtime, settings),
             )
             logger.info(
                 "serving the Events API at http://%s:%d/slack/events", settings.host, settings.port
@@ -148,20 +148,33 @@ def serve(
     return app
 
 
-def _api_routes(runtime: Runtime, keys_file: Path | None, data_dir: Path) -> list[BaseRoute]:
+def _api_routes(runtime: Runtime, settings: RunSettings) -> list[BaseRoute]:
     """The context query API, on when a keys file says who may read which channel; agent
-    profiles are kept in the data dir."""
+    profiles are kept in the data dir. Its file blocks are downloaded under the same rules as
+    Claude's media; its recipe blocks come from the same context.yaml."""
+    keys_file = settings.options.api_keys
     if keys_file is None:
         return []
     from chanctx.bot.server.profiles import ProfileStore
     from chanctx.bot.server.query_api import ApiKeys, query_routes
+    from chanctx.bot.server.query_sources import QuerySources
 
     try:
         keys = ApiKeys.load(keys_file)
     except ValueError as error:
         raise SettingsError(f"--api-keys: {error}") from None
+    home = Path(settings.home).resolve()
+    sources = QuerySources(
+        runtime.engine,
+        recipe=RecipeRunner(load_recipe(home), home=home, cwd=Path.cwd()),
+        media=MediaFetcher(token=settings.bot_token, cache=MediaContentCache()),
+    )
     return query_routes(
-        runtime.engine, keys, ProfileStore(data_dir), turns=lambda: list(runtime.runner.results)
+        runtime.engine,
+        keys,
+        ProfileStore(settings.data_dir),
+        turns=lambda: list(runtime.runner.results),
+        sources=sources,
     )
 
 

@@ -30,6 +30,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainValidator,
+    StrictBool,
     ValidationError,
     model_validator,
 )
@@ -240,6 +241,8 @@ class FileSource(_Model):
     path: Template
     on_missing: OnMissing = "error"
     max_tokens: OptionalPositiveInt = None
+    # The query API puts a pinned source first in every answer for any channel (seed 001).
+    pinned: StrictBool = False
 
 
 class Generator(_Model):
@@ -273,6 +276,7 @@ class ComputedFileSource(_Model):
     on_missing: OnMissing = "error"
     max_tokens: OptionalPositiveInt = None
     cache: ComputedCache | None = None
+    pinned: StrictBool = False
 
 
 class JournalSource(_Model):

@@ -12,6 +12,7 @@ from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.server import BackgroundServer, build_asgi_app
 from chanctx.bot.server.profiles import ProfileStore
 from chanctx.bot.server.query_api import ApiKeys, query_routes
+from chanctx.bot.server.query_sources import QuerySources
 
 __all__ = ["DEMO", "api_server", "demo_replayed"]
 
@@ -34,8 +35,13 @@ def demo_replayed(*, claude: bool = False) -> Iterator[OfflineBot]:
 def api_server(
     bot: OfflineBot, keys: ApiKeys | None, profiles: ProfileStore | None = None
 ) -> BackgroundServer:
-    """The events path, the query API and the inspector over ``bot``, on a free port."""
+    """The events path, the query API and the inspector over ``bot``, on a free port (file
+    and recipe blocks included, as ``replay --serve`` serves them)."""
     routes = query_routes(
-        bot.engine, keys, profiles, turns=lambda: list(bot.runtime.runner.results)
+        bot.engine,
+        keys,
+        profiles,
+        turns=lambda: list(bot.runtime.runner.results),
+        sources=QuerySources(bot.engine, recipe=bot.recipe, media=bot.media),
     )
     return BackgroundServer(build_asgi_app(bot.app, extra_routes=routes))

@@ -417,3 +417,16 @@ def test_broken_answers_are_told_honestly_and_each_thread_keeps_working(tmp_path
     in_cut_thread = sent[3]["messages"]
     cut_reply = in_cut_thread[1]["content"]
     assert [b["type"] for b in cut_reply] == ["text"]  # the unanswered tool_use is gone
+
+
+# --- channel_knowledge/ --------------------------------------------------------------------
+
+
+def test_channel_knowledge_reads_the_old_pins_once_and_answers_from_the_channel() -> None:
+    # The query API's side of this fixture (files, recipe, pins) is tests/test_query_sources.py.
+    (turn,) = report("channel_knowledge")["turns"]
+    assert turn["error"] is None and turn["channel"] == "C0PLATFORM"
+    assert calls("channel_knowledge", "pins.list") == 1  # the cold start, with the history
+    assert calls("channel_knowledge", "conversations.history") == 1
+    assert calls("channel_knowledge", "files.info") == 0  # no file is read for an answer
+    assert any("Failover runbook" in text for text in snapshot_texts(turn))

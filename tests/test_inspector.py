@@ -49,7 +49,16 @@ def test_the_inspector_shows_the_turns_and_runs_a_query(page_of: Any, demo_bot: 
         assert results[1].turn.anchor_ts in newest and results[0].turn.anchor_ts in oldest
         assert "#incidents" in newest and "from the prompt cache" in newest
         assert "<@" not in newest and "@chanctx" in newest  # mentions as Slack shows them
-        assert page.locator(".turn .bar").count() == 4  # snapshot and thread, per turn
+        # Per turn: snapshot, thread, recipe, tools and total, each against its budget.
+        assert page.locator(".turn .bar").count() == 10
+        for name in ("snapshot", "thread", "recipe", "tools", "total"):
+            assert page.locator(f".turn .bar.{name}").count() == 2
+            assert f"{name}: " in newest
+        assert "recipe: 0 (no budget) tokens" in newest  # the demo has no context.yaml
+        # Slack reads: the first mention warmed the channel; the second was served from memory.
+        assert "conversations.history (1)" in oldest and "pins.list (1)" in oldest
+        assert "Slack reads: none (served from the caches)" in newest
+        assert "sent: snapshot" in newest and "thread (" in oldest
         assert page.locator(".turn details.tool").count() >= 1  # the tool calls, openable
         assert "(offline model" in page.locator(".turn .reply").first.inner_text()
         page.fill("#query", "rollback checkout")

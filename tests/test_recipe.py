@@ -349,7 +349,7 @@ def test_every_problem_is_reported_with_its_own_line() -> None:
     assert error.problems == (
         "/srv/bot/context.yaml: sources[0].path: required field missing (line 2)",
         "/srv/bot/context.yaml: sources[0].pth: unknown field (did you mean 'path'? expected one "
-        "of: type, id, path, on_missing, max_tokens) (line 3)",
+        "of: type, id, path, on_missing, max_tokens, pinned) (line 3)",
         "/srv/bot/context.yaml: sources[1].type: unknown source type 'jornal' (expected one of: "
         "file, computed_file, journal, channel_snapshot, thread_context) (line 4)",
         "/srv/bot/context.yaml: sources[2].type: unknown source type 'snapshot' (expected one of: "

@@ -27,7 +27,14 @@ from chanctx.tools._outputs import (
     ThreadOutput,
     ThreadSummary,
 )
-from chanctx.tools._query import BLOCK_TYPES, FORMATS, QueryChunk, QueryResult, query_channel
+from chanctx.tools._query import (
+    BLOCK_TYPES,
+    FORMATS,
+    ExtraBlock,
+    QueryChunk,
+    QueryResult,
+    query_channel,
+)
 from chanctx.tools._search import Ranking
 from chanctx.tools._tools import DEFAULT_OUTPUT_BUDGET, MIN_OUTPUT_BUDGET, ChannelTools
 from chanctx.tools._view import ChannelView, HistoryView, SearchableView, ThreadLookup
@@ -46,6 +53,7 @@ __all__ = [
     "ChannelView",
     "ContextResult",
     "Coverage",
+    "ExtraBlock",
     "FetchedMessage",
     "HistoryView",
     "IndexedHistory",

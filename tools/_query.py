@@ -2,31 +2,46 @@
 
 A block is a ``message`` (a top-level message with no replies) or a ``thread`` (its root and
 replies, in order); a search hit on a reply brings its whole thread. Relevance is the search
-score over the best one (0-1]. Packing is seed 001's optimizer (``context.budget.optimize``):
-pinned first, then relevance; the first block that does not fit is cut at a sentence boundary,
-and nothing after it is taken. ``total_tokens`` is what ``rendered`` costs, format included.
+score over the best one (0-1]. The caller may add blocks that are not channel messages
+(``ExtraBlock``: a shared file's text, a recipe source, a playbook); they are scored with
+BM25 over the same candidate set, so a file that matches better than every message ranks first
+and one that matches nothing is left out (unless pinned). Packing is seed 001's optimizer
+(``context.budget``): pinned first, then relevance; the first block that does not fit is cut at
+a sentence boundary, and nothing after it is taken. ``total_tokens`` is what ``rendered``
+costs, format included. ``should_stop`` ends the packing early (a deadline passed, the caller
+went away): what was packed so far is the answer, and ``timed_out`` says so.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
 from chanctx.context import Message, Names, TokenCounter, iso_from_ts
 from chanctx.context._render import author_of, text_of
-from chanctx.context.budget import Chunk, optimize
+from chanctx.context.budget import Chunk, pack
 from chanctx.tools._context_tool import PER_THREAD
 from chanctx.tools._indexed import SearchScope
+from chanctx.tools._keywords import terms
 from chanctx.tools._search import search
+from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
-__all__ = ["BLOCK_TYPES", "FORMATS", "QueryChunk", "QueryResult", "query_channel", "render"]
+__all__ = [
+    "BLOCK_TYPES",
+    "FORMATS",
+    "ExtraBlock",
+    "QueryChunk",
+    "QueryResult",
+    "query_channel",
+    "render",
+]
 
 Format = Literal["json", "markdown", "text"]
 FORMATS: Final = ("json", "markdown", "text")
-BLOCK_TYPES: Final = ("message", "thread")
+BLOCK_TYPES: Final = ("message", "thread", "file", "recipe", "playbook")
 _CANDIDATES: Final = 50
 _TEXT_SEPARATOR: Final = "\n\n---\n\n"
 
@@ -59,6 +74,18 @@ class _Block:
     block_type: str
     source: str
     text: str
+
+
+@dataclass(frozen=True)
+class ExtraBlock:
+    """A block that is not a channel message: ``file``, ``recipe`` or ``playbook``. A pinned
+    one comes first whatever the query; an unpinned one only when the query matches it."""
+
+    block_id: str
+    block_type: str
+    source: str
+    text: str
+    pinned: bool = False
 
 
 def _line(message: Message, names: Names) -> str:
@@ -134,6 +161,45 @@ def _blocks(
     return list(blocks.values())
 
 
+def _scored_extras(
+    query: str, found: Sequence[tuple[_Block, float]], extra: Sequence[ExtraBlock]
+) -> list[tuple[_Block, float, bool]]:
+    """``extra``'s relevance: its BM25 score over the candidates (found blocks and extras),
+    divided by the best score among them, so it is comparable with how well the messages
+    matched; unpinned blocks that match nothing are dropped."""
+    if not extra:
+        return []
+    corpus = [terms(b.text) or ["\x00"] for b, _ in found] + [
+        terms(e.text) or ["\x00"] for e in extra
+    ]
+    scores = BM25Okapi(corpus).get_scores(terms(query)) if terms(query) else [0.0] * len(corpus)
+    best = max((float(v) for v in scores), default=0.0)
+    out: list[tuple[_Block, float, bool]] = []
+    for block, score in zip(extra, scores[len(found) :], strict=True):
+        relevance = round(float(score) / best, 4) if best > 0 else 0.0
+        if relevance > 0 or block.pinned:
+            out.append(
+                (_Block(block.block_id, block.block_type, block.source, block.text), relevance,
+                 block.pinned)
+            )  # fmt: skip
+    return out
+
+
+def _pins(
+    pinned: Sequence[Message], channel_label: str, names: Names, scored: dict[str, float]
+) -> list[tuple[_Block, float, bool]]:
+    return [
+        (
+            _Block(f"message:{m.channel}:{m.ts}", "message",
+                   f"{channel_label} {iso_from_ts(m.ts)} (pinned)", _line(m, names)),
+            scored.get(f"message:{m.channel}:{m.ts}", 0.0),
+            True,
+        )
+        for m in pinned
+        if not m.deleted
+    ]  # fmt: skip
+
+
 def query_channel(
     scope: SearchScope,
     query: str,
@@ -147,40 +213,54 @@ def query_channel(
     thread_of: Callable[[str], list[Message]],
     timeout_ms: int | None = None,
     pinned: Sequence[Message] = (),
+    extra: Sequence[ExtraBlock] = (),
+    should_stop: Callable[[], bool] | None = None,
 ) -> QueryResult:
     """The channel's best blocks for ``query`` within ``token_budget`` tokens of ``rendered``.
 
     ``thread_of``: a thread's messages (root first) from what is cached: no Slack call here.
     ``pinned``: the channel's pinned messages: message blocks that come first, whatever the
     query (their relevance is still the search's, 0 when it did not find them).
+    ``extra``: file, recipe and playbook blocks (see the module's docstring).
+    ``timeout_ms`` / ``should_stop``: packing ends when either says so; the answer is what was
+    packed by then, with ``timed_out`` set.
     """
     started = time.monotonic()
-    found = [
-        (b, r, False)
-        for b, r in _blocks(scope, channel_label, query, names, thread_of)
-        if not type_filters or b.block_type in type_filters
+    deadline = started + timeout_ms / 1000 if timeout_ms is not None else None
+
+    def stop() -> bool:
+        late = deadline is not None and time.monotonic() > deadline
+        return late or (should_stop is not None and should_stop())
+
+    wanted = set(type_filters) if type_filters else set(BLOCK_TYPES)
+    searched = _blocks(scope, channel_label, query, names, thread_of)
+    found = [(b, r, False) for b, r in searched if b.block_type in wanted]
+    found += [
+        item for item in _scored_extras(query, searched, extra) if item[0].block_type in wanted
     ]
-    if pinned and (not type_filters or "message" in type_filters):
-        scored = {b.block_id: r for b, r, _ in found}
-        pins = [
-            _Block(f"message:{m.channel}:{m.ts}", "message",
-                   f"{channel_label} {iso_from_ts(m.ts)} (pinned)", _line(m, names))
-            for m in pinned if not m.deleted
-        ]  # fmt: skip
-        ids = {b.block_id for b in pins}
-        found = [(b, scored.get(b.block_id, 0.0), True) for b in pins] + [
-            item for item in found if item[0].block_id not in ids
-        ]
+    if pinned and "message" in wanted:
+        pins = _pins(pinned, channel_label, names, {b.block_id: r for b, r, _ in found})
+        ids = {b.block_id for b, _, _ in pins}
+        found = pins + [item for item in found if item[0].block_id not in ids]
     frame = 2 if fmt == "json" else 0  # "[" and "]"
 
     def cost(chunk: Chunk[_Block], text: str) -> int:
         return counter.count(_fragment(chunk.item, text, fmt))
 
-    packing = optimize(
-        [Chunk(key=b.block_id, text=b.text, item=b, relevance=r, pinned=p) for b, r, p in found],
-        budget=max(token_budget - frame, 0),
-        cost=cost,
-    )
+    # Seed 001's order: pinned first, then relevance (stable). ``pack`` takes them lazily, so
+    # a stop request ends the packing at the next block.
+    ordered = sorted(found, key=lambda item: (not item[2], -item[1]))
+    stopped = False
+
+    def candidates() -> Iterator[Chunk[_Block]]:
+        nonlocal stopped
+        for b, r, p in ordered:
+            if stop():
+                stopped = True
+                return
+            yield Chunk(key=b.block_id, text=b.text, item=b, relevance=r, pinned=p)
+
+    packing = pack(candidates(), budget=max(token_budget - frame, 0), cost=cost)
     chunks = [
         QueryChunk(
             block_id=p.chunk.item.block_id,
@@ -200,11 +280,10 @@ def query_channel(
     while chunks and counter.count(rendered) > token_budget:
         chunks = chunks[:-1]
         rendered = render(chunks, fmt)
-    elapsed_ms = (time.monotonic() - started) * 1000
     return QueryResult(
         chunks=chunks,
         rendered=rendered,
         total_tokens=counter.count(rendered),
         truncated_count=sum(1 for c in chunks if c.truncated),
-        timed_out=timeout_ms is not None and elapsed_ms > timeout_ms,
+        timed_out=stopped,
     )

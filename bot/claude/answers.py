@@ -18,7 +18,16 @@ from typing import Protocol
 
 from chanctx.bot.engine import BuiltContext
 
-__all__ = ["Answer", "AnswerRunner", "NullResponder", "Responder", "ToolCall", "Turn", "TurnResult"]
+__all__ = [
+    "Answer",
+    "AnswerRunner",
+    "NullResponder",
+    "Responder",
+    "SentBlock",
+    "ToolCall",
+    "Turn",
+    "TurnResult",
+]
 
 logger = logging.getLogger("chanctx.answers")
 
@@ -51,6 +60,16 @@ class ToolCall:
     is_error: bool
 
 
+@dataclass(frozen=True)
+class SentBlock:
+    """One block this turn put in front of Claude: ``kind`` is ``recipe``, ``snapshot``,
+    ``thread``, ``delta``, ``media`` (or ``playbook``); ``tokens`` as the budgets count them."""
+
+    kind: str
+    name: str
+    tokens: int
+
+
 @dataclass
 class Answer:
     """What a responder produced for one turn."""
@@ -60,6 +79,11 @@ class Answer:
     # Summed over the turn's Messages API requests: input_tokens, output_tokens,
     # cache_creation_input_tokens, cache_read_input_tokens, requests.
     usage: dict[str, int] = field(default_factory=dict)
+    sent: list[SentBlock] = field(default_factory=list)
+    request_tokens: int = 0  # the first request's estimated input, before it was sent
+    # The budgets the turn ran under: "request" (tokens a request may take before the
+    # session is compacted), "tool_output" (per tool call), "recipe" (0: no total budget).
+    limits: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -71,6 +95,11 @@ class TurnResult:
     error: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
+    sent: list[SentBlock] = field(default_factory=list)
+    request_tokens: int = 0
+    limits: dict[str, int] = field(default_factory=dict)
+    # Slack Web API reads the turn made (method -> calls): 0 in steady state.
+    slack_calls: dict[str, int] = field(default_factory=dict)
 
 
 class Responder(Protocol):

@@ -25,7 +25,7 @@ from typing import Any, Literal
 import anthropic
 from cachetools import LRUCache
 from chanctx.bot.channel_view import EngineView
-from chanctx.bot.claude.answers import Answer, ToolCall, Turn
+from chanctx.bot.claude.answers import Answer, SentBlock, ToolCall, Turn
 from chanctx.bot.claude.prompt import CONTEXT_HEADER, system_prompt
 from chanctx.bot.claude.recipe_runner import RecipeRunner
 from chanctx.bot.claude.request_fit import estimate_tokens, fit_request
@@ -348,19 +348,34 @@ class ClaudeResponder:
         )
         attaching = not session.context_attached or slid_out
         blocks: list[dict[str, Any]] = []
+        sent: list[SentBlock] = [
+            SentBlock("recipe", b.name, b.tokens) for b in (fitted.blocks if fitted else ())
+        ]
         if attaching:
             context = self._fresh_context(turn, context, fitted)
-            blocks += self._package(context, fitted)
+            package = self._package(context, fitted)
+            blocks += package
+            sent += [
+                SentBlock(kind, kind, self.counter.count(b["text"]))
+                for kind, b in zip(("snapshot", "thread"), package, strict=False)
+            ]
         else:
-            blocks += self._delta(turn, session)
+            delta = self._delta(turn, session)
+            blocks += delta
+            sent += [
+                SentBlock("delta", "thread delta", self.counter.count(b["text"])) for b in delta
+            ]
         media = self._media_blocks(session, turn, attaching=attaching)
         blocks += media.blocks
+        sent += [SentBlock("media", b.get("type", "media"), 0) for b in media.blocks]
         blocks.append({"type": "text", "text": self._question(context)})
         history = [*past, {"role": "user", "content": blocks}]
+        # What this request would cost, estimated before sending: the inspector's total bar,
+        # and the compaction trigger.
+        size = estimate_tokens({"system": system, "messages": history}, self.counter.count)
         if session.messages:
             # Compact before sending, never after a 400: the estimate of what this request
             # would cost decides, then the turn is built again on the compacted session.
-            size = estimate_tokens({"system": system, "messages": history}, self.counter.count)
             try:
                 compacted = self._compact(session, size)
             except (anthropic.APIError, ChanctxError) as error:
@@ -379,7 +394,26 @@ class ClaudeResponder:
         elif loop.stop_reason == "max_tokens":
             text += _CUT_OFF.format(limit=self.settings.max_tokens)
         self._finish(session, turn, loop, attaching=attaching, recipe_loaded=fitted is not None)
-        return Answer(text=text, tool_calls=loop.calls, usage=loop.usage)
+        return Answer(
+            text=text,
+            tool_calls=loop.calls,
+            usage=loop.usage,
+            sent=sent,
+            request_tokens=size,
+            limits=self._limits(fitted),
+        )
+
+    def _limits(self, fitted: Fitted | None) -> dict[str, int]:
+        settings = self.settings
+        recipe = 0
+        if fitted is not None and fitted.total_max_tokens:
+            budgets = (fitted.snapshot_budget or 0) + (fitted.thread_budget or 0)
+            recipe = max(fitted.total_max_tokens - budgets, 0)
+        return {
+            "request": int(settings.context_window * settings.compaction_threshold),
+            "tool_output": settings.tool_output_budget,
+            "recipe": recipe,
+        }
 
     def _load_recipe(self, session: _Session, turn: Turn) -> Fitted | None:
         """Read the recipe when the context is (re-)attached, not on every turn."""

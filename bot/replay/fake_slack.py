@@ -221,6 +221,11 @@ class FakeSlackAPI(LoopbackServer):
         self._channels: dict[str, Any] = dict(state.get("channels") or {})
         self._users: dict[str, Any] = dict(state.get("users") or {})
         self._files: dict[str, Any] = dict(state.get("files") or {})
+        # channel -> pinned message ts, oldest pin first (``pins.list``; pin events mirrored).
+        self._pins: dict[str, list[str]] = {
+            str(channel): [str(ts) for ts in pinned]
+            for channel, pinned in (state.get("pins") or {}).items()
+        }
         self._clock = clock or time.time
         self._max_replies = max_replies_limit
         self._lock = threading.RLock()
@@ -256,6 +261,7 @@ class FakeSlackAPI(LoopbackServer):
             "assistant.threads.setTitle": self._set_title,
             "conversations.members": self._conversations_members,
             "files.info": self._files_info,
+            "pins.list": self._pins_list,
         }
         # `chanctx fakes --post-error-rate`: that share of chat.postMessage calls fails with a
         # 500 or a 429 (Retry-After 1), chosen by a seeded generator so a run can be repeated.
@@ -282,6 +288,9 @@ class FakeSlackAPI(LoopbackServer):
         Replay delivers a recorded stream; without this, Slack "would not know" the messages the
         stream describes (``reactions.add`` on them would fail, history would miss them).
         """
+        if event.get("type") in ("pin_added", "pin_removed"):
+            self._mirror_pin(event)
+            return
         channel = event.get("channel")
         if event.get("type") not in ("message", "app_mention") or not isinstance(channel, str):
             return
@@ -307,6 +316,24 @@ class FakeSlackAPI(LoopbackServer):
                     self.add_message(channel, message)
                 except ValueError:
                     return  # a malformed ts: the bot ignores it too
+
+    def _mirror_pin(self, event: Mapping[str, Any]) -> None:
+        item = event.get("item")
+        if not isinstance(item, dict):
+            return
+        channel = item.get("channel") or event.get("channel_id")
+        if not isinstance(channel, str):
+            return
+        message = item.get("message")
+        ts = str(message.get("ts")) if isinstance(message, dict) else ""
+        if not ts:
+            return
+        with self._lock:
+            pins = self._pins.setdefault(channel, [])
+            if ts in pins:
+                pins.remove(ts)
+            if event.get("type") == "pin_added":
+                pins.append(ts)
 
     def messages(self, channel: str) -> list[dict[str, Any]]:
         """Every stored message of ``channel`` (top-level and replies), oldest first."""
@@ -614,6 +641,24 @@ class FakeSlackAPI(LoopbackServer):
             "members": page,
             "response_metadata": {"next_cursor": str(start + limit) if more else ""},
         }
+
+    def _pins_list(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The channel's pinned messages, newest pin first, as ``pins.list`` lists them (a
+        pinned message this fake does not hold is left out, as Slack omits deleted ones)."""
+        channel = self._channel(params)
+        stored = self._messages.get(channel, {})
+        items = [
+            {
+                "type": "message",
+                "channel": channel,
+                "created": int(float(ts)),
+                "created_by": str(stored[ts].get("user") or ""),
+                "message": copy.deepcopy(stored[ts]),
+            }
+            for ts in reversed(self._pins.get(channel, []))
+            if ts in stored
+        ]
+        return {"items": items}
 
     def _files_info(self, params: dict[str, Any]) -> dict[str, Any]:
         file_id = str(params.get("file") or "")

@@ -104,7 +104,14 @@ class OfflineBot:
         )
         self.anthropic: FakeAnthropicAPI | None = None
         self.claude_client: anthropic.Anthropic | None = None
-        self.media_fetcher: MediaFetcher | None = None
+        # Files are fetched from the fake as the real bot fetches them from Slack's file
+        # hosts (Claude's media, the query API's file blocks).
+        host = self.slack.root.removeprefix("http://").rstrip("/")
+        self.media_fetcher = MediaFetcher(
+            token=OFFLINE_BOT_TOKEN, cache=MediaContentCache(), allow_http_for=frozenset({host})
+        )
+        self.media = ReplayMedia(self.client, self.media_fetcher)
+        self.recipe = recipe
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.data_dir = data_dir
         if claude and responder is None:
@@ -118,13 +125,9 @@ class OfflineBot:
             self.claude_client = anthropic.Anthropic(
                 api_key=OFFLINE_API_KEY, base_url=self.anthropic.url, max_retries=2
             )
-            host = self.slack.root.removeprefix("http://").rstrip("/")
-            self.media_fetcher = MediaFetcher(
-                token=OFFLINE_BOT_TOKEN, cache=MediaContentCache(), allow_http_for=frozenset({host})
-            )
             responder = ClaudeResponder(
                 self.claude_client,
-                media=ReplayMedia(self.client, self.media_fetcher),
+                media=self.media,
                 engine=self.engine,
                 store=SessionStore(self.data_dir),
                 team=str(auth.get("team_id", "")),

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from chanctx.bot.server.bodies import BodyTooLarge, read_body
 from chanctx.bot.slack.envelope import STORE_FAILED, parse_json_payload
 from slack_bolt import App
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
@@ -31,24 +32,6 @@ __all__ = ["MAX_BODY", "build_asgi_app"]
 logger = logging.getLogger("chanctx.server")
 MAX_BODY: Final = 1 << 20  # Slack's event payloads are far smaller; refuse anything huge
 BODY_TIMEOUT: Final = 10.0  # seconds to send a whole body: a slow client holds nothing longer
-
-
-class _TooLarge(Exception):
-    pass
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
-        raise _TooLarge if declared.isdigit() else ValueError(declared)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _text(status: int, message: str) -> Response:
@@ -72,8 +55,8 @@ def build_asgi_app(
 
     async def events(request: Request) -> Response:
         try:
-            body = await asyncio.wait_for(_read_body(request, max_body), timeout=body_timeout)
-        except _TooLarge:
+            body = await asyncio.wait_for(read_body(request, max_body), timeout=body_timeout)
+        except BodyTooLarge:
             return _text(413, f"body larger than {max_body} bytes")
         except ValueError as error:
             return _text(400, f"Content-Length is not a number: {error}")

@@ -25,12 +25,12 @@ _OUTPUT_CHARS = 2_000  # a tool output shown in the page, cut beyond this
 
 
 def turn_view(result: TurnResult, engine: ContextEngine) -> dict[str, Any]:
-    """One turn as the inspector shows it: tokens against budgets, cache share, calls, reply."""
+    """One turn as the inspector shows it: tokens against budgets, cache share, the blocks
+    sent, Slack reads, tool calls, reply."""
     built = result.context
     usage = result.usage
     fresh = usage.get("input_tokens", 0) + usage.get("cache_creation_input_tokens", 0)
     read = usage.get("cache_read_input_tokens", 0)
-    settings = engine.settings
     return {
         "channel": result.turn.channel,
         "channel_name": engine.names.channels.get(result.turn.channel, result.turn.channel),
@@ -43,16 +43,9 @@ def turn_view(result: TurnResult, engine: ContextEngine) -> dict[str, Any]:
             if built is not None
             else None
         ),  # "@Ana", not "<@U0ANA>": as Slack shows it
-        "budgets": {
-            "snapshot": {
-                "used": built.snapshot_tokens if built else 0,
-                "budget": settings.snapshot_budget,
-            },
-            "thread": {
-                "used": built.thread_tokens if built else 0,
-                "budget": settings.thread_budget,
-            },
-        },
+        "budgets": _budgets(result, engine),
+        "blocks": [{"kind": b.kind, "name": b.name, "tokens": b.tokens} for b in result.sent],
+        "slack_calls": dict(result.slack_calls),
         "usage": usage,
         "cache_read_share": round(read / (fresh + read), 4) if fresh + read else 0.0,
         "notes": list(built.notes) if built is not None else [],
@@ -68,6 +61,26 @@ def turn_view(result: TurnResult, engine: ContextEngine) -> dict[str, Any]:
         ],
         "reply": result.reply,
         "error": result.error,
+    }
+
+
+def _budgets(result: TurnResult, engine: ContextEngine) -> dict[str, dict[str, int]]:
+    """Tokens used against each budget; a budget of 0 means the turn had none. The snapshot
+    and thread are what was built for the question (attached on a session's first turn);
+    ``total`` is the first request's estimated input against the compaction point."""
+    built, limits, settings = result.context, result.limits, engine.settings
+    recipe = sum(b.tokens for b in result.sent if b.kind == "recipe")
+    tools = sum(engine.counter.count(c.output) for c in result.tool_calls)
+    per_call = limits.get("tool_output", 0)
+    return {
+        "snapshot": {
+            "used": built.snapshot_tokens if built else 0,
+            "budget": settings.snapshot_budget,
+        },
+        "thread": {"used": built.thread_tokens if built else 0, "budget": settings.thread_budget},
+        "recipe": {"used": recipe, "budget": limits.get("recipe", 0)},
+        "tools": {"used": tools, "budget": per_call * len(result.tool_calls)},
+        "total": {"used": result.request_tokens, "budget": limits.get("request", 0)},
     }
 
 

@@ -13,10 +13,12 @@ nothing of that channel in the body. A body that is not what the API takes: 422 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
+import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,9 +26,11 @@ import yaml
 from chanctx.bot.channel_view import EngineView
 from chanctx.bot.claude.answers import TurnResult
 from chanctx.bot.engine import ContextEngine
-from chanctx.bot.server.asgi import BODY_TIMEOUT, _read_body, _TooLarge
+from chanctx.bot.server.asgi import BODY_TIMEOUT
+from chanctx.bot.server.bodies import BodyTooLarge, read_body
 from chanctx.bot.server.profiles import AgentProfile, ProfileFields, ProfileStore
-from chanctx.tools import query_channel
+from chanctx.bot.server.query_sources import QuerySources
+from chanctx.tools import BLOCK_TYPES, query_channel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
@@ -48,7 +52,9 @@ class QueryBody(BaseModel):
     channel: str = Field(pattern=r"^[CDG][A-Z0-9]{2,20}$")
     token_budget: int = Field(default=2_000, ge=16, le=200_000)
     format: Literal["json", "markdown", "text"] = "markdown"
-    type_filters: list[Literal["message", "thread"]] = Field(default_factory=list)
+    type_filters: list[Literal["message", "thread", "file", "recipe", "playbook"]] = Field(
+        default_factory=list
+    )
     profile: str | None = Field(default=None, max_length=100)
     timeout_ms: int | None = Field(default=None, ge=1, le=60_000)
 
@@ -118,13 +124,25 @@ def with_profile(body: QueryBody, profiles: ProfileStore | None) -> tuple[QueryB
 
 
 def run_query(
-    engine: ContextEngine, body: QueryBody, profiles: ProfileStore | None = None
+    engine: ContextEngine,
+    body: QueryBody,
+    profiles: ProfileStore | None = None,
+    sources: QuerySources | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> dict[str, Any]:
     """The ContextResponse for ``body`` over what the engine holds (no Slack call but the
-    channel's one-time cold start)."""
+    channel's one-time cold start, and a shared file's first download). ``should_stop`` ends
+    the work early (the socket that asked is gone): the answer is then partial."""
     body, fallback = with_profile(body, profiles)
     channel = body.channel
     scope = EngineView(engine, channel).search_index()
+    deadline = time.monotonic() + body.timeout_ms / 1000 if body.timeout_ms else None
+
+    def stop() -> bool:
+        return should_stop() or (deadline is not None and time.monotonic() > deadline)
+
+    wanted: set[str] = set(body.type_filters or BLOCK_TYPES)
+    extra = sources.blocks(channel, wanted, stop) if sources is not None else []
 
     result = query_channel(
         scope,
@@ -138,6 +156,8 @@ def run_query(
         thread_of=lambda root_ts: engine.cached_thread(channel, root_ts),
         timeout_ms=body.timeout_ms,
         pinned=engine.pinned(channel),
+        extra=extra,
+        should_stop=stop,
     )
     return {
         "chunks": [chunk.__dict__ for chunk in result.chunks],
@@ -185,9 +205,11 @@ def query_routes(
     keys: ApiKeys | None,
     profiles: ProfileStore | None = None,
     turns: Callable[[], Sequence[TurnResult]] | None = None,
+    sources: QuerySources | None = None,
 ) -> list[BaseRoute]:
     """The API's routes. ``keys`` None opens every channel without a key: only for
-    ``replay --serve``, which listens on loopback and holds a recording, never a workspace."""
+    ``replay --serve``, which listens on loopback and holds a recording, never a workspace.
+    ``sources`` adds file and recipe blocks to the channel's messages."""
     from chanctx.bot.server.inspector import inspector_routes
     from chanctx.bot.server.openapi import openapi_routes  # it describes this module's models
 
@@ -196,8 +218,8 @@ def query_routes(
         if grant is None:
             return _error(401, _NEED_KEY)
         try:  # the events path's reader: a size limit and a deadline for the whole body
-            raw = await asyncio.wait_for(_read_body(request, _MAX_BODY), timeout=BODY_TIMEOUT)
-        except _TooLarge:
+            raw = await asyncio.wait_for(read_body(request, _MAX_BODY), timeout=BODY_TIMEOUT)
+        except BodyTooLarge:
             return _error(413, f"body larger than {_MAX_BODY} bytes")
         except (ValueError, TimeoutError, ClientDisconnect):
             return _error(400, "the body could not be read in time, or its length is not a number")
@@ -213,7 +235,7 @@ def query_routes(
             return _error(422, "the query is not valid", fields=_validation_errors(error))
         if not _may_read(grant, body.channel):
             return _error(403, f"this key may not read channel {body.channel}")
-        return JSONResponse(await run_in_threadpool(run_query, engine, body, profiles))
+        return JSONResponse(await run_in_threadpool(run_query, engine, body, profiles, sources))
 
     async def stream(request: Request) -> Response:
         grant = _granted(keys, request.headers.get("authorization", ""))
@@ -226,7 +248,7 @@ def query_routes(
         if not _may_read(grant, body.channel):
             return _error(403, f"this key may not read channel {body.channel}")
         started = time.monotonic()
-        answer = await run_in_threadpool(run_query, engine, body, profiles)
+        answer = await run_in_threadpool(run_query, engine, body, profiles, sources)
 
         async def events() -> AsyncIterator[str]:
             for chunk in answer["chunks"]:
@@ -244,12 +266,7 @@ def query_routes(
             await websocket.close(code=4401, reason=_NEED_KEY)
             return
         await websocket.accept()
-        try:
-            while True:  # several queries on one socket, answered in order
-                message = await websocket.receive_text()
-                await _answer_on_socket(websocket, engine, grant, message, profiles)
-        except WebSocketDisconnect:
-            return  # a dropped socket: nothing is left running for it
+        await _serve_socket(websocket, engine, grant, profiles, sources)
 
     return [
         Route("/api/context/query", query, methods=["POST"]),
@@ -281,12 +298,58 @@ def _completion(answer: dict[str, Any], started: float) -> dict[str, Any]:
     }
 
 
+async def _serve_socket(
+    websocket: WebSocket,
+    engine: ContextEngine,
+    grant: list[str] | str,
+    profiles: ProfileStore | None,
+    sources: QuerySources | None,
+) -> None:
+    """Queries in, answers out, in order. A reader task keeps listening while a query runs,
+    so a dropped connection is seen at once: the running query stops at its next block (or
+    file download) and nothing is kept for the socket."""
+    gone = threading.Event()
+    inbox: asyncio.Queue[str | None] = asyncio.Queue(maxsize=_SOCKET_QUEUE)
+
+    async def read() -> None:
+        try:
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                text = message.get("text")
+                if text is None:  # a binary frame: the protocol is JSON text
+                    text = (message.get("bytes") or b"").decode("utf-8", "replace")
+                await inbox.put(text)
+        finally:
+            gone.set()
+            with contextlib.suppress(asyncio.QueueFull):
+                inbox.put_nowait(None)
+
+    reader = asyncio.create_task(read())
+    try:
+        while not gone.is_set() or not inbox.empty():
+            message = await inbox.get()
+            if message is None or gone.is_set():
+                break
+            await _answer_on_socket(websocket, engine, grant, message, profiles, sources, gone)
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        pass  # the client went away while we were sending
+    finally:
+        gone.set()
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError):
+            await reader
+
+
 async def _answer_on_socket(
     websocket: WebSocket,
     engine: ContextEngine,
     grant: list[str] | str,
     message: str,
     profiles: ProfileStore | None,
+    sources: QuerySources | None,
+    gone: threading.Event,
 ) -> None:
     """One ``query`` message in; ``chunk``... then ``complete`` out (or one ``error``)."""
     started = time.monotonic()
@@ -315,10 +378,34 @@ async def _answer_on_socket(
              "error": f"this key may not read channel {body.channel}"}
         )  # fmt: skip
         return
-    answer = await run_in_threadpool(run_query, engine, body, profiles)
+    with _counted(websocket):
+        answer = await run_in_threadpool(run_query, engine, body, profiles, sources, gone.is_set)
+    if gone.is_set():
+        return  # nobody to tell
     for chunk in answer["chunks"]:
         await websocket.send_json({"type": "chunk", "id": query_id, "chunk": chunk})
+    if answer["timed_out"]:
+        await websocket.send_json({"type": "timeout", "id": query_id, **answer})
+        return
     await websocket.send_json({"type": "complete", "id": query_id, **_completion(answer, started)})
+
+
+@contextlib.contextmanager
+def _counted(websocket: WebSocket) -> Iterator[None]:
+    """Socket queries running now, per app (``app.state.socket_queries``): what a dropped
+    connection must bring back to zero."""
+    state = websocket.app.state
+    with _COUNT_LOCK:
+        state.socket_queries = getattr(state, "socket_queries", 0) + 1
+    try:
+        yield
+    finally:
+        with _COUNT_LOCK:
+            state.socket_queries -= 1
+
+
+_SOCKET_QUEUE = 16  # queries a socket may have waiting; beyond that its reader waits
+_COUNT_LOCK = threading.Lock()
 
 
 def profile_routes(profiles: ProfileStore, keys: ApiKeys | None) -> list[BaseRoute]:
@@ -330,7 +417,7 @@ def profile_routes(profiles: ProfileStore, keys: ApiKeys | None) -> list[BaseRou
         if _granted(keys, request.headers.get("authorization", "")) is None:
             return _error(401, _NEED_KEY)
         try:
-            raw = await asyncio.wait_for(_read_body(request, _MAX_BODY), timeout=BODY_TIMEOUT)
+            raw = await asyncio.wait_for(read_body(request, _MAX_BODY), timeout=BODY_TIMEOUT)
             data = json.loads(raw)
             if name is None:
                 return AgentProfile.model_validate(data)
@@ -338,7 +425,7 @@ def profile_routes(profiles: ProfileStore, keys: ApiKeys | None) -> list[BaseRou
             return AgentProfile.model_validate({**fields.model_dump(), "name": name})
         except ValidationError as error:
             return _error(422, "the profile is not valid", fields=_validation_errors(error))
-        except (_TooLarge, ValueError, TimeoutError, ClientDisconnect, UnicodeDecodeError):
+        except (BodyTooLarge, ValueError, TimeoutError, ClientDisconnect, UnicodeDecodeError):
             return _error(422, "the body is not a JSON profile", fields=[{"field": "body",
                           "problem": "not JSON, too large or too slow"}])  # fmt: skip
 

@@ -16,11 +16,13 @@ Names are cosmetic, so ``user_name`` and ``channel_name`` never raise: they fall
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final, Literal
@@ -35,9 +37,25 @@ from pydantic import ValidationError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-__all__ = ["Overflow", "SlackFetcher", "SlackUnavailable", "ThreadFetch"]
+__all__ = ["Overflow", "SlackFetcher", "SlackUnavailable", "ThreadFetch", "counted_reads"]
 
 logger = logging.getLogger("chanctx.slack_api")
+
+# The Slack calls of the turn this thread is answering (None outside a turn).
+_TURN_READS: ContextVar[Counter[str] | None] = ContextVar("chanctx_turn_reads", default=None)
+
+
+@contextlib.contextmanager
+def counted_reads() -> Iterator[Counter[str]]:
+    """Count the Web API calls this thread makes through a ``SlackFetcher`` until the block
+    ends: what one answer cost in Slack reads (0 in steady state)."""
+    reads: Counter[str] = Counter()
+    token = _TURN_READS.set(reads)
+    try:
+        yield reads
+    finally:
+        _TURN_READS.reset(token)
+
 
 Overflow = Literal["queue", "degrade"]
 
@@ -337,6 +355,24 @@ class SlackFetcher:
         newest = sorted(found.values(), key=lambda m: ts_key(m.ts))
         return newest[-limit:] if limit > 0 else []
 
+    def pinned_messages(self, channel: str) -> list[Message]:
+        """The channel's pinned messages (``pins.list``, one call; Slack allows 100 pins), the
+        oldest pin first. Pins are an extra, so a limit or an outage gives none, not an error."""
+        try:
+            data = self._call("pins.list", {"channel": channel})
+        except (RateLimited, SlackUnavailable) as error:
+            logger.info("pins of %s not read: %s", channel, error)
+            return []
+        raw = [
+            item["message"]
+            for item in (data or {}).get("items") or []
+            if isinstance(item, dict)
+            and item.get("type") == "message"
+            and isinstance(item.get("message"), dict)
+        ]
+        pinned = self._messages({"messages": raw}, channel)
+        return list(reversed(pinned))  # pins.list lists the newest pin first
+
     def user_name(self, user_id: str) -> str:
         """The user's display name (display_name, real_name, name), or ``user_id`` if unknown."""
         return self._name("users.info", {"user": user_id}, self._users, _user_label)
@@ -400,6 +436,9 @@ class SlackFetcher:
             attempts += 1
             with self._lock:
                 self.api_calls[method] += 1
+            turn_reads = _TURN_READS.get()
+            if turn_reads is not None:  # this thread is answering a turn: count it there too
+                turn_reads[method] += 1
             try:
                 response = self._client.api_call(method, params=params)
             except SlackApiError as error:
