@@ -25,6 +25,8 @@ from chanctx.bot.server.query_sources import QuerySources
 from chanctx.bot.slack.media import MediaFetcher
 from chanctx.cache import MediaContentCache
 from chanctx.context import default_counter
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 KNOWLEDGE = Path(__file__).resolve().parents[1] / "fixtures" / "channel_knowledge"
 PLATFORM = "C0PLATFORM"
@@ -184,3 +186,35 @@ def test_a_dropped_socket_stops_its_query(fresh: Served) -> None:
     # Two slow files were there to read (the third is gone from Slack); the query stopped
     # after the one in flight.
     assert served.downloads() - before == 1
+
+
+WORDS = ["payments", "failover", "drain", "queue", "dns", "on-call", "june", "flaky",
+         "staging", "friday", "lunch", "escalate", "us-east", "settlement"]  # fmt: skip
+KINDS = ["message", "thread", "file", "recipe"]
+
+
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+    budget=st.integers(min_value=16, max_value=2_500),
+    fmt=st.sampled_from(["json", "markdown", "text"]),
+    filters=st.lists(st.sampled_from(KINDS), max_size=3, unique=True),
+)
+def test_seed_001_properties_hold_with_files_recipes_and_pins(
+    served: Served, words: list[str], budget: int, fmt: str, filters: list[str]
+) -> None:
+    body = served.query(
+        query=" ".join(words), token_budget=budget, format=fmt, type_filters=filters
+    )
+    chunks = body["chunks"]
+    assert body["total_tokens"] == COUNT(body["rendered"]) <= budget
+    # Pinned first, then relevance descending within each group.
+    keys = [(not c["pinned"], -c["relevance"]) for c in chunks]
+    assert keys == sorted(keys)
+    assert all(not c["truncated"] for c in chunks[:-1])  # only the last block may be cut
+    assert all(c["block_type"] in (filters or KINDS) for c in chunks)
+    assert len({c["block_id"] for c in chunks}) == len(chunks)  # a pin is not listed twice
+    if fmt == "markdown":
+        assert all(f"## {c['block_type']}: {c['source']}" in body["rendered"] for c in chunks)
