@@ -22,13 +22,14 @@ from typing import Any
 from cachetools import LRUCache, TTLCache
 from chanctx.bot.claude.answers import AnswerRunner, NullResponder, Responder, Turn, TurnResult
 from chanctx.bot.engine import ContextEngine
+from chanctx.bot.playbooks import ChannelPlaybooks
 from chanctx.bot.slack.assistant_threads import AssistantThreads
 from chanctx.bot.slack.markdown import split_markdown
 from chanctx.bot.slack.membership import MembershipChecker
 from chanctx.bot.slack.poster import Poster
 from chanctx.bot.slack.slack_api import counted_reads
 from chanctx.context import ChanctxError
-from chanctx.manifest_store import FeedbackStore, TurnJournal, TurnStore
+from chanctx.manifest_store import FeedbackStore, TurnJournal, TurnStore, Vote
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
@@ -62,6 +63,8 @@ class Runtime:
     turns: TurnStore = field(default_factory=lambda: TurnJournal(None))
     # Reactions on answers, per turn (the playbook's signal); None records nothing.
     feedback: FeedbackStore | None = None
+    # The channel playbooks: what answered turns teach, and what votes do (None: none kept).
+    playbooks: ChannelPlaybooks | None = None
     runner: AnswerRunner = field(init=False)
     membership: MembershipChecker = field(init=False)
     poster: Poster = field(init=False)
@@ -120,7 +123,15 @@ class Runtime:
         channel, ts = item.get("channel"), item.get("ts")
         if isinstance(channel, str) and isinstance(ts, str) and self.feedback is not None:
             added = event.get("type") == "reaction_added"
-            self.feedback.record_reaction(channel, ts, user, name, added=added)
+            vote = self.feedback.record_reaction(channel, ts, user, name, added=added)
+            if vote is not None:
+                self.voted(vote)
+
+    def voted(self, vote: Vote) -> None:
+        """A person's verdict on an answer (reaction or button) reaches the bullets its turn
+        used; taking it back changes nothing there (playbook counters only grow)."""
+        if vote.added and self.playbooks is not None:
+            self.playbooks.on_vote(vote.turn, vote.user, helpful=vote.verdict == "helpful")
 
     def trigger(self, turn: Turn, event_id: str | None = None) -> bool:
         """Queue an answer durably unless this question is known (message + app_mention, or a
@@ -206,7 +217,7 @@ class Runtime:
                 answer.usage,
             )
             result.sent, result.request_tokens = answer.sent, answer.request_tokens
-            result.limits = answer.limits
+            result.limits, result.playbook_ids = answer.limits, answer.playbook_ids
             if answer.usage:
                 with self.lock:
                     self.last_usage[turn.channel] = dict(answer.usage)
@@ -220,6 +231,10 @@ class Runtime:
                 result.reply_ts = self._deliver(turn, split_markdown(text), {})
             else:
                 self.turns.finish(key)
+            if self.playbooks is not None:  # after the answer is out: learning never delays it
+                self.playbooks.after_answer(
+                    turn.context_channel, key, turn.anchor_ts, answer.playbook_ids, text
+                )
         except Exception as error:
             logger.exception("answer failed in %s/%s", turn.channel, turn.thread_ts)
             result.error = f"{type(error).__name__}: {error}"

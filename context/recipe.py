@@ -40,6 +40,7 @@ from yaml.nodes import MappingNode, Node, SequenceNode
 from yaml.resolver import BaseResolver
 
 __all__ = [
+    "DEFAULT_PLAYBOOK_BUDGET",
     "DEFAULT_TIMEOUT_MS",
     "SOURCE_TYPES",
     "VARIABLES",
@@ -50,6 +51,7 @@ __all__ = [
     "Fitted",
     "Generator",
     "JournalSource",
+    "PlaybookSource",
     "Recipe",
     "Source",
     "SourceContent",
@@ -64,7 +66,14 @@ __all__ = [
     "source_name",
 ]
 
-SOURCE_TYPES: Final = ("file", "computed_file", "journal", "channel_snapshot", "thread_context")
+SOURCE_TYPES: Final = (
+    "file",
+    "computed_file",
+    "journal",
+    "channel_snapshot",
+    "thread_context",
+    "playbook",
+)
 VARIABLES: Final = ("AGENT_HOME", "CWD")
 DEFAULT_TIMEOUT_MS: Final = 30_000
 
@@ -228,6 +237,8 @@ _Argument: TypeAlias = Annotated[str, PlainValidator(_argument)]
 
 # --- the models ----------------------------------------------------------------------------------
 
+DEFAULT_PLAYBOOK_BUDGET: Final = 1_500  # tokens of the channel playbook a session gets
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -300,20 +311,35 @@ class ThreadContextSource(_Model):
     budget_tokens: PositiveInt = DEFAULT_THREAD_BUDGET
 
 
+class PlaybookSource(_Model):
+    """The channel's playbook (seed 002): what it has learned, the most useful bullets that fit
+    ``budget_tokens``; bullets are left out whole, never cut."""
+
+    type: Literal["playbook"] = "playbook"
+    id: SourceId = None
+    budget_tokens: PositiveInt = DEFAULT_PLAYBOOK_BUDGET
+
+
 Source: TypeAlias = Annotated[
-    FileSource | ComputedFileSource | JournalSource | ChannelSnapshotSource | ThreadContextSource,
+    FileSource
+    | ComputedFileSource
+    | JournalSource
+    | ChannelSnapshotSource
+    | ThreadContextSource
+    | PlaybookSource,
     Field(discriminator="type"),
 ]
 TextSource: TypeAlias = FileSource | ComputedFileSource
-_BudgetSource: TypeAlias = ChannelSnapshotSource | ThreadContextSource
+_BudgetSource: TypeAlias = ChannelSnapshotSource | ThreadContextSource | PlaybookSource
 _BY_TYPE: Final[dict[str, type[BaseModel]]] = {
     "file": FileSource,
     "computed_file": ComputedFileSource,
     "journal": JournalSource,
     "channel_snapshot": ChannelSnapshotSource,
     "thread_context": ThreadContextSource,
+    "playbook": PlaybookSource,
 }
-_SINGLETONS: Final = ("journal", "channel_snapshot", "thread_context")
+_SINGLETONS: Final = ("journal", "channel_snapshot", "thread_context", "playbook")
 
 
 class Recipe(_Model):
@@ -382,6 +408,7 @@ def default_recipe() -> Recipe:
                 id="system_prompt", path="${AGENT_HOME}/system_prompt.md", on_missing="skip"
             ),
             FileSource(id="project_guide", path="${CWD}/CHANCTX.md", on_missing="skip"),
+            PlaybookSource(),
             ChannelSnapshotSource(),
             ThreadContextSource(),
             JournalSource(),
@@ -614,14 +641,18 @@ class Fitted:
     journal_max_iterations: int | None
     notes: tuple[str, ...] = ()
     total_max_tokens: int | None = None
+    # The playbook's budget; None when the recipe has no playbook source (or it was dropped).
+    playbook_budget: int | None = None
 
     @property
     def used_tokens(self) -> int:
-        """Tokens of the blocks plus the snapshot and thread budgets: <= total_max_tokens."""
+        """Tokens of the blocks plus the snapshot, thread and playbook budgets: <=
+        total_max_tokens."""
         return (
             sum(block.tokens for block in self.blocks)
             + (self.snapshot_budget or 0)
             + (self.thread_budget or 0)
+            + (self.playbook_budget or 0)
         )
 
 
@@ -696,12 +727,14 @@ def fit_sources(
     snapshot = next((s for s in recipe.sources if isinstance(s, ChannelSnapshotSource)), None)
     thread = next((s for s in recipe.sources if isinstance(s, ThreadContextSource)), None)
     journal = next((s for s in recipe.sources if isinstance(s, JournalSource)), None)
+    playbook = next((s for s in recipe.sources if isinstance(s, PlaybookSource)), None)
     snapshot_budget = _granted(recipe, snapshot, plan)
     return Fitted(
         blocks=tuple(plan.blocks),
         snapshot_budget=snapshot_budget,
         snapshot_window=snapshot.window if snapshot and snapshot_budget is not None else None,
         thread_budget=_granted(recipe, thread, plan),
+        playbook_budget=_granted(recipe, playbook, plan),
         journal_max_iterations=0 if journal is None else journal.max_iterations,
         notes=tuple(plan.notes),
         total_max_tokens=recipe.total_max_tokens,
@@ -749,7 +782,7 @@ def _groups(sources: Sequence[Source]) -> list[list[int]]:
     for index, source in enumerate(sources):
         if isinstance(source, JournalSource):
             continue
-        is_budget = isinstance(source, ChannelSnapshotSource | ThreadContextSource)
+        is_budget = isinstance(source, ChannelSnapshotSource | ThreadContextSource | PlaybookSource)
         if is_budget and previous_was_budget:
             groups[-1].append(index)
         else:
@@ -829,7 +862,7 @@ def _serve_budgets(recipe: Recipe, group: list[int], plan: _Plan) -> None:
 
 def _budget_source(recipe: Recipe, index: int) -> _BudgetSource:
     source = recipe.sources[index]
-    assert isinstance(source, ChannelSnapshotSource | ThreadContextSource)
+    assert isinstance(source, ChannelSnapshotSource | ThreadContextSource | PlaybookSource)
     return source
 
 

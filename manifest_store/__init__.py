@@ -30,6 +30,7 @@ from chanctx.manifest_store._manifest import (
     content_hash,
     reattach_preamble,
 )
+from chanctx.manifest_store._playbook import PLAYBOOK_DIR, LocalPlaybookStore, PlaybookStore
 from chanctx.manifest_store._rebuild import SessionState, rebuild
 from chanctx.manifest_store._turns import OutboxEntry, PendingTurn, TurnJournal, TurnStore
 
@@ -41,6 +42,7 @@ __all__ = [
     "MANIFEST_VERSION",
     "MAX_DIGEST_TOKENS",
     "MIN_DIGEST_TOKENS",
+    "PLAYBOOK_DIR",
     "AttachmentManifest",
     "AttachmentRecord",
     "CompactionEntry",
@@ -48,10 +50,12 @@ __all__ = [
     "Entry",
     "FeedbackStore",
     "InvalidSessionKey",
+    "LocalPlaybookStore",
     "MessageEntry",
     "MessageParam",
     "OutboxEntry",
     "PendingTurn",
+    "PlaybookStore",
     "SessionKey",
     "SessionLog",
     "SessionLogCorrupt",

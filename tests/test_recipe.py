@@ -15,6 +15,7 @@ from chanctx.context import (
     Fitted,
     Generator,
     JournalSource,
+    PlaybookSource,
     Recipe,
     RecipeError,
     SourceContent,
@@ -143,6 +144,7 @@ def test_default_recipe_is_todays_behaviour() -> None:
     assert recipe.sources == (
         FileSource(id="system_prompt", path="${AGENT_HOME}/system_prompt.md", on_missing="skip"),
         FileSource(id="project_guide", path="${CWD}/CHANCTX.md", on_missing="skip"),
+        PlaybookSource(budget_tokens=1500),  # the channel's playbook, on by default
         ChannelSnapshotSource(budget_tokens=1500, window=20),
         ThreadContextSource(budget_tokens=8000),
         JournalSource(),
@@ -191,7 +193,7 @@ def test_bad_timeout_names_index_field_value_and_line() -> None:
         (
             "sources:\n  - {type: file, path: a}\n  - type: jornal\n",
             "context.yaml: sources[1].type: unknown source type 'jornal' (expected one of: file, "
-            "computed_file, journal, channel_snapshot, thread_context) (line 3)",
+            "computed_file, journal, channel_snapshot, thread_context, playbook) (line 3)",
         ),
         (
             "sources:\n  - type: file\n    path: a: b\n",
@@ -305,7 +307,7 @@ def test_bad_timeout_names_index_field_value_and_line() -> None:
         (
             "sources:\n  - path: a.md\n",
             "context.yaml: sources[0].type: required field missing (expected one of: file, "
-            "computed_file, journal, channel_snapshot, thread_context) (line 2)",
+            "computed_file, journal, channel_snapshot, thread_context, playbook) (line 2)",
         ),
         (
             "sources:\n  - file\n",
@@ -351,9 +353,9 @@ def test_every_problem_is_reported_with_its_own_line() -> None:
         "/srv/bot/context.yaml: sources[0].pth: unknown field (did you mean 'path'? expected one "
         "of: type, id, path, on_missing, max_tokens, pinned) (line 3)",
         "/srv/bot/context.yaml: sources[1].type: unknown source type 'jornal' (expected one of: "
-        "file, computed_file, journal, channel_snapshot, thread_context) (line 4)",
+        "file, computed_file, journal, channel_snapshot, thread_context, playbook) (line 4)",
         "/srv/bot/context.yaml: sources[2].type: unknown source type 'snapshot' (expected one of: "
-        "file, computed_file, journal, channel_snapshot, thread_context) (line 5)",
+        "file, computed_file, journal, channel_snapshot, thread_context, playbook) (line 5)",
     )
     assert str(error) == "\n".join(error.problems)
     assert isinstance(error, ValueError)  # RecipeError is a ChanctxError and a ValueError

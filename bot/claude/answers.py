@@ -84,6 +84,7 @@ class Answer:
     # The budgets the turn ran under: "request" (tokens a request may take before the
     # session is compacted), "tool_output" (per tool call), "recipe" (0: no total budget).
     limits: dict[str, int] = field(default_factory=dict)
+    playbook_ids: list[str] = field(default_factory=list)  # the bullets the session holds
 
 
 @dataclass
@@ -98,6 +99,7 @@ class TurnResult:
     sent: list[SentBlock] = field(default_factory=list)
     request_tokens: int = 0
     limits: dict[str, int] = field(default_factory=dict)
+    playbook_ids: list[str] = field(default_factory=list)
     # Slack Web API reads the turn made (method -> calls): 0 in steady state.
     slack_calls: dict[str, int] = field(default_factory=dict)
 

@@ -38,6 +38,7 @@ from chanctx.bot.claude.session_media import (
     thread_media,
 )
 from chanctx.bot.engine import BuiltContext, ContextEngine
+from chanctx.bot.playbooks import PLAYBOOK_PREFIX, ChannelPlaybooks
 from chanctx.context import (
     ChanctxError,
     Fitted,
@@ -48,6 +49,7 @@ from chanctx.context import (
     render_slack_text,
     wire_json,
 )
+from chanctx.context.recipe import DEFAULT_PLAYBOOK_BUDGET
 from chanctx.manifest_store import (
     AttachmentManifest,
     CompactionEntry,
@@ -115,6 +117,10 @@ class _Session:
     # recovered after a crash between logging the answer and queueing its post gets it again
     # from here instead of asking Claude twice.
     last_answer: tuple[str, str] | None = None
+    # The playbook bullets attached with the context (their ids): people's verdicts on this
+    # thread's answers count for them. Not persisted: after a restart, until the context is
+    # attached again, answers credit no bullet.
+    playbook_ids: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -165,7 +171,7 @@ def _package_end(message: dict[str, Any]) -> int | None:
     found = None
     for index, block in enumerate(content):
         text = block.get("text", "") if block.get("type") == "text" else ""
-        if text.startswith(CONTEXT_HEADER) or text.startswith(_THREAD_PREFIX):
+        if text.startswith((CONTEXT_HEADER, _THREAD_PREFIX, PLAYBOOK_PREFIX)):
             found = index
     return found
 
@@ -248,12 +254,14 @@ class ClaudeResponder:
         settings: SessionSettings | None = None,
         counter: TokenCounter | None = None,
         clock: Callable[[], float] = time.time,
+        playbooks: ChannelPlaybooks | None = None,
     ) -> None:
         self.client = client
         self.engine = engine
         self.store = store
         self.team = team or "T0"
         self.recipe = recipe
+        self.playbooks = playbooks
         self.media = MediaAttacher(media) if media is not None else None
         self.settings = settings or SessionSettings()
         self.counter = counter or default_counter(self.settings.model)
@@ -359,6 +367,10 @@ class ClaudeResponder:
                 SentBlock(kind, kind, self.counter.count(b["text"]))
                 for kind, b in zip(("snapshot", "thread"), package, strict=False)
             ]
+            playbook = self._playbook(session, turn, fitted)
+            if playbook:  # part of the package: attached once, read from the cache after
+                blocks.append({"type": "text", "text": playbook})
+                sent.append(SentBlock("playbook", "playbook", self.counter.count(playbook)))
         else:
             delta = self._delta(turn, session)
             blocks += delta
@@ -401,7 +413,18 @@ class ClaudeResponder:
             sent=sent,
             request_tokens=size,
             limits=self._limits(fitted),
+            playbook_ids=list(session.playbook_ids),
         )
+
+    def _playbook(self, session: _Session, turn: Turn, fitted: Fitted | None) -> str:
+        """The channel's playbook within the recipe's budget (the default one without a
+        recipe), attached with the context; its bullet ids are kept for feedback."""
+        budget = DEFAULT_PLAYBOOK_BUDGET if fitted is None else fitted.playbook_budget
+        if self.playbooks is None or not budget:
+            session.playbook_ids = []
+            return ""
+        text, session.playbook_ids = self.playbooks.for_session(turn.context_channel, budget)
+        return text
 
     def _limits(self, fitted: Fitted | None) -> dict[str, int]:
         settings = self.settings

@@ -18,6 +18,7 @@ from chanctx.bot.claude.answers import NullResponder, Responder
 from chanctx.bot.claude.recipe_runner import RecipeRunner
 from chanctx.bot.claude.session import ClaudeResponder, SessionSettings
 from chanctx.bot.engine import ContextEngine, ContextSettings
+from chanctx.bot.playbooks import ChannelPlaybooks, OfflineCurator
 from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 from chanctx.bot.runtime import Runtime
@@ -28,7 +29,7 @@ from chanctx.bot.slack.media import FetchedMedia, MediaFailure, MediaFetcher
 from chanctx.bot.slack.slack_api import SlackFetcher
 from chanctx.cache import MediaContentCache, RateLimiter, ThreadReplyCache
 from chanctx.context import FileRef, default_counter
-from chanctx.manifest_store import FeedbackStore, SessionStore, TurnJournal
+from chanctx.manifest_store import FeedbackStore, LocalPlaybookStore, SessionStore, TurnJournal
 from chanctx.tools import IndexedHistory
 from slack_bolt import App, BoltResponse
 from slack_bolt.request import BoltRequest
@@ -77,6 +78,7 @@ class OfflineBot:
         history_per_channel: int = 5_000,
         history_mb: int = 256,
         claude_latency_ms: int = 0,
+        curator: Literal["off", "offline"] = "offline",
     ) -> None:
         """``claude=True`` answers with a real Claude session against the fake Anthropic API
         (the ``cassette``'s responses, then the offline model); sessions live in ``data_dir``."""
@@ -112,6 +114,8 @@ class OfflineBot:
         )
         self.media = ReplayMedia(self.client, self.media_fetcher)
         self.recipe = recipe
+        self._curator = curator
+        self.playbooks: ChannelPlaybooks | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.data_dir = data_dir
         if claude and responder is None:
@@ -125,8 +129,10 @@ class OfflineBot:
             self.claude_client = anthropic.Anthropic(
                 api_key=OFFLINE_API_KEY, base_url=self.anthropic.url, max_retries=2
             )
+            self.playbooks = self._playbooks(self.data_dir)
             responder = ClaudeResponder(
                 self.claude_client,
+                playbooks=self.playbooks,
                 media=self.media,
                 engine=self.engine,
                 store=SessionStore(self.data_dir),
@@ -135,6 +141,8 @@ class OfflineBot:
                 settings=session_settings,
                 clock=self.clock,
             )
+        if self.playbooks is None:
+            self.playbooks = self._playbooks(self.data_dir)
         pane = self.data_dir / "assistant_threads.jsonl" if self.data_dir else None
         self.runtime = runtime_class(
             engine=self.engine,
@@ -144,9 +152,21 @@ class OfflineBot:
             assistant_threads=AssistantThreads(pane),
             turns=TurnJournal(self.data_dir),
             feedback=FeedbackStore(self.data_dir),
+            playbooks=self.playbooks,
             post_backoff=0.01,  # retried posts against the fake need not wait
         )
         self.app: App = build_app(self.runtime, signing_secret=signing_secret, verify_token=False)
+
+    def _playbooks(self, data_dir: Path | None) -> ChannelPlaybooks:
+        """The channel playbooks, curated by the deterministic rules (virtual time) unless the
+        replay turns curation off; kept in the data dir when there is one."""
+        return ChannelPlaybooks(
+            LocalPlaybookStore(data_dir),
+            self.engine,
+            curator=OfflineCurator(self.engine.names) if self._curator == "offline" else None,
+            counter=self.engine.counter,
+            clock=self.clock,
+        )
 
     def dispatch(self, envelope: Mapping[str, Any], *, wait: bool = True) -> BoltResponse:
         """Deliver one envelope as Socket Mode does; by default wait for any answer it starts."""
@@ -162,6 +182,8 @@ class OfflineBot:
     def close(self) -> None:
         self.runtime.runner.close()
         self.runtime.close_stores()
+        if self.playbooks is not None:
+            self.playbooks.store.close()
         self.slack.close()
         if self.claude_client is not None:
             self.claude_client.close()  # its connection pool holds loopback sockets

@@ -21,6 +21,7 @@ from chanctx.bot.replay.fake_anthropic import RecordedRequest
 from chanctx.bot.replay.fixture import Fixture
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.runtime import turn_id
+from chanctx.manifest_store import PlaybookStore
 
 __all__ = ["ReplayOptions", "replay"]
 
@@ -66,6 +67,8 @@ def turn_report(result: TurnResult) -> dict[str, Any]:
         "error": result.error,
         # Rate-limit seconds the turn waited for Slack (virtual time in replay).
         "waited_s": round(built.waited_s, 3) if built is not None else 0.0,
+        # The playbook bullets the turn's session held (attached when its context was).
+        "playbook": list(result.playbook_ids),
     }
 
 
@@ -119,10 +122,31 @@ def replay(
             ],
             "slack_api_calls": dict(sorted(bot.slack.call_counts().items())),
             "claude": claude,
+            "playbook": playbook_report(bot.playbooks.store) if bot.playbooks else {},
         }
         if then is not None:
             then(bot, report)
         return report
+
+
+def playbook_report(store: PlaybookStore) -> dict[str, list[dict[str, Any]]]:
+    """Every channel's playbook after the replay, superseded and quarantined bullets too."""
+    return {
+        channel: [
+            {
+                "id": b.id,
+                "section": b.section,
+                "content": b.content,
+                "helpful": b.helpful,
+                "harmful": b.harmful,
+                "state": b.state,
+                "sources": [s.model_dump(mode="json") for s in b.sources],
+            }
+            for b in store.bullets(channel)
+        ]
+        for channel in store.channels()
+        if store.bullets(channel)
+    }
 
 
 def _posted(bot: OfflineBot, result: TurnResult) -> list[dict[str, Any]]:

@@ -84,6 +84,13 @@ def render_transcript(report: dict[str, Any]) -> str:
             lines.append("  Reply: none (context only)")
         if turn["error"]:
             lines.append(f"  Error: {turn['error']}")
+    for channel, bullets in report.get("playbook", {}).items():
+        lines.append(f"\nPlaybook of {channel}: {len(bullets)} bullets")
+        for bullet in bullets:
+            lines.append(
+                f"  [{bullet['id']}] helpful={bullet['helpful']} harmful={bullet['harmful']} "
+                f"{bullet['state']} :: {bullet['content']}"
+            )
     spent = ", ".join(f"{method} x{n}" for method, n in calls.items()) or "none"
     lines.append(f"\nSlack Web API calls: {spent}")
     claude = report["claude"]

@@ -1,0 +1,290 @@
+"""The playbooks' durable store: one append-only JSONL file per channel in the data dir
+(``playbooks/<channel>.jsonl``), every line fsynced, as crash-safe as the session logs.
+
+A line records a result, never an instruction to redo: ``bullet`` (a bullet's whole state after
+a change), ``drop`` (a bullet pruned), ``alias`` (an id merged into another), ``use`` (the
+bullets a turn put in front of Claude) and ``voted`` (a person's verdict already counted, so a
+reaction taken back and given again never counts twice). Loading folds the lines in order, so
+a log written by an older chanctx loads the same whatever its rules were. A torn last line
+(a crash mid-write) or a damaged one is skipped with a warning naming file and line. When a
+file holds several times the lines its state needs, it is rewritten atomically (a temporary
+file, fsync, rename).
+
+``PlaybookStore`` is the interface; ``LocalPlaybookStore`` is this implementation (in memory
+without a data dir); the Redis scale-out implements the same one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Final, Protocol, TextIO
+
+from chanctx.context.playbook import Bullet, Delta, Playbook
+from pydantic import ValidationError
+
+__all__ = ["PLAYBOOK_DIR", "LocalPlaybookStore", "PlaybookStore"]
+
+logger = logging.getLogger("chanctx.playbook")
+
+PLAYBOOK_DIR: Final = "playbooks"
+MAX_ACTIVE: Final = 300  # active bullets kept per channel; the least useful go beyond
+MAX_KEPT: Final = 200  # superseded / quarantined bullets kept for review
+_MAX_USES: Final = 5_000  # turns whose bullets are remembered for votes, per channel
+_MAX_VOTED: Final = 20_000
+_CHANNEL = re.compile(r"^[A-Z0-9]{2,32}$")
+
+
+class PlaybookStore(Protocol):
+    """What the bot needs of a playbook store (local files, or Redis for replicas)."""
+
+    def bullets(self, channel: str) -> list[Bullet]: ...
+    def channels(self) -> list[str]: ...
+    def apply(self, channel: str, deltas: Sequence[Delta], now: float) -> list[str]: ...
+    def record_use(self, channel: str, turn: str, ids: Sequence[str]) -> None: ...
+    def used_by(self, channel: str, turn: str) -> list[str]: ...
+    def vote(
+        self, channel: str, turn: str, user: str, *, helpful: bool, now: float
+    ) -> list[str]: ...
+    def replace(self, channel: str, bullets: Sequence[Bullet]) -> None: ...
+    def close(self) -> None: ...
+
+
+class _Channel:
+    """One channel's playbook, its turns' bullets and counted votes, and its open file."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.playbook = Playbook()
+        self.uses: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self.voted: OrderedDict[str, bool] = OrderedDict()
+        self.lines = 0
+        self.handle: TextIO | None = None
+        self.lock = threading.Lock()
+
+
+class LocalPlaybookStore:
+    """Playbooks in ``<data_dir>/playbooks/``; thread-safe (a lock per channel)."""
+
+    def __init__(
+        self,
+        data_dir: Path | None,
+        *,
+        max_active: int = MAX_ACTIVE,
+        max_kept: int = MAX_KEPT,
+        on_change: Callable[[str], None] | None = None,
+    ) -> None:
+        self.root = data_dir / PLAYBOOK_DIR if data_dir is not None else None
+        self._max_active, self._max_kept = max_active, max_kept
+        self._channels: dict[str, _Channel] = {}
+        self._guard = threading.Lock()
+        self._on_change = on_change
+        if self.root is not None:
+            self.root.mkdir(parents=True, exist_ok=True)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def channels(self) -> list[str]:
+        known = set(self._channels)
+        if self.root is not None:
+            known |= {p.stem for p in self.root.glob("*.jsonl") if _CHANNEL.match(p.stem)}
+        return sorted(known)
+
+    def bullets(self, channel: str) -> list[Bullet]:
+        held = self._open(channel)
+        with held.lock:
+            return held.playbook.bullets
+
+    def playbook(self, channel: str) -> Playbook:
+        """A copy of the channel's playbook (selecting from it needs no lock)."""
+        held = self._open(channel)
+        with held.lock:
+            return Playbook(held.playbook.bullets, held.playbook.aliases)
+
+    def used_by(self, channel: str, turn: str) -> list[str]:
+        held = self._open(channel)
+        with held.lock:
+            return list(held.uses.get(turn, ()))
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def apply(self, channel: str, deltas: Sequence[Delta], now: float) -> list[str]:
+        """Apply a curator's deltas, merge near-duplicates, keep the bounds; the ids touched."""
+        held = self._open(channel)
+        with held.lock:
+            before = {b.id: b for b in held.playbook.bullets}
+            touched = [i for d in deltas if (i := held.playbook.apply(d, now)) is not None]
+            for kept, gone in held.playbook.refine():
+                self._write(held, {"kind": "alias", "from": gone, "to": kept})
+            for bullet_id in held.playbook.prune(self._max_active, self._max_kept):
+                self._write(held, {"kind": "drop", "id": bullet_id})
+            self._write_changed(held, before)
+        self._changed(channel)
+        return touched
+
+    def record_use(self, channel: str, turn: str, ids: Sequence[str]) -> None:
+        """The bullets ``turn`` put in front of Claude: a vote on its answer lands on them."""
+        held = self._open(channel)
+        with held.lock:
+            _remember(held.uses, turn, tuple(ids), _MAX_USES)
+            self._write(held, {"kind": "use", "turn": turn, "ids": list(ids)})
+
+    def vote(self, channel: str, turn: str, user: str, *, helpful: bool, now: float) -> list[str]:
+        """A person's verdict on ``turn``'s answer, counted once per person, turn and verdict
+        (taking a reaction back and giving it again does not count twice: counters only
+        grow). The ids whose counters changed."""
+        key = f"{turn}|{user}|{'helpful' if helpful else 'harmful'}"
+        held = self._open(channel)
+        with held.lock:
+            ids = held.uses.get(turn, ())
+            if key in held.voted or not ids:
+                return []
+            before = {b.id: b for b in held.playbook.bullets}
+            changed = held.playbook.vote(ids, helpful=helpful, now=now)
+            _remember(held.voted, key, True, _MAX_VOTED)
+            self._write(held, {"kind": "voted", "key": key})
+            self._write_changed(held, before)
+        self._changed(channel)
+        return changed
+
+    def replace(self, channel: str, bullets: Sequence[Bullet]) -> None:
+        """Import: the channel's playbook becomes ``bullets`` (reviewed and edited offline)."""
+        held = self._open(channel)
+        with held.lock:
+            before = {b.id: b for b in held.playbook.bullets}
+            held.playbook = Playbook(bullets)
+            for bullet_id in before.keys() - {b.id for b in bullets}:
+                self._write(held, {"kind": "drop", "id": bullet_id})
+            self._write_changed(held, before)
+        self._changed(channel)
+
+    def close(self) -> None:
+        with self._guard:
+            held_all = list(self._channels.values())
+        for held in held_all:
+            with held.lock:
+                if held.handle is not None:
+                    held.handle.close()
+                    held.handle = None
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _changed(self, channel: str) -> None:
+        if self._on_change is not None:
+            self._on_change(channel)
+
+    def _open(self, channel: str) -> _Channel:
+        if not _CHANNEL.match(channel):
+            raise ValueError(f"not a channel id: {channel!r}")
+        with self._guard:
+            held = self._channels.get(channel)
+            if held is not None:
+                return held
+            held = _Channel(self.root / f"{channel}.jsonl" if self.root is not None else None)
+            if held.path is not None and held.path.exists():
+                self._load(held)
+            self._channels[channel] = held
+            return held
+
+    def _write_changed(self, held: _Channel, before: dict[str, Bullet]) -> None:
+        for bullet in held.playbook.bullets:
+            if before.get(bullet.id) != bullet:
+                self._write(held, {"kind": "bullet", "bullet": bullet.model_dump(mode="json")})
+        live = len(held.playbook.bullets) + len(held.uses) + len(held.voted)
+        if held.path is not None and held.lines > 4 * live + 1_000:
+            self._rewrite(held)
+
+    def _write(self, held: _Channel, entry: dict[str, Any]) -> None:
+        if held.path is None:
+            return
+        if held.handle is None:
+            held.handle = held.path.open("a", encoding="utf-8")
+        held.handle.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+        held.handle.flush()
+        os.fsync(held.handle.fileno())
+        held.lines += 1
+
+    def _rewrite(self, held: _Channel) -> None:
+        """The state in as few lines as it needs, swapped in atomically."""
+        assert held.path is not None
+        entries = list(_state_lines(held))
+        temporary = held.path.with_suffix(".jsonl.tmp")
+        with temporary.open("w", encoding="utf-8") as out:
+            out.writelines(
+                json.dumps(e, sort_keys=True, ensure_ascii=False) + "\n" for e in entries
+            )
+            out.flush()
+            os.fsync(out.fileno())
+        if held.handle is not None:
+            held.handle.close()
+            held.handle = None
+        os.replace(temporary, held.path)
+        directory = os.open(held.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+        held.lines = len(entries)
+
+    def _load(self, held: _Channel) -> None:
+        assert held.path is not None
+        bullets: dict[str, Bullet] = {}
+        aliases: dict[str, str] = {}
+        torn = False
+        with held.path.open("rb") as raw:
+            for number, line in enumerate(raw, 1):
+                torn = not line.endswith(b"\n")
+                try:
+                    _fold(json.loads(line), bullets, aliases, held)
+                except (ValueError, KeyError, TypeError, ValidationError):
+                    logger.warning("%s:%d: skipped an unreadable line", held.path, number)
+                held.lines += 1
+        held.playbook = Playbook(bullets.values(), aliases)
+        if torn:  # a crash mid-line: the next entry must not be glued to it
+            held.handle = held.path.open("a", encoding="utf-8")
+            held.handle.write("\n")
+
+
+def _fold(
+    entry: dict[str, Any], bullets: dict[str, Bullet], aliases: dict[str, str], held: _Channel
+) -> None:
+    kind = entry["kind"]
+    if kind == "bullet":
+        bullet = Bullet.model_validate(entry["bullet"])
+        bullets[bullet.id] = bullet
+    elif kind == "drop":
+        bullets.pop(str(entry["id"]), None)
+    elif kind == "alias":
+        gone, kept = str(entry["from"]), str(entry["to"])
+        bullets.pop(gone, None)
+        aliases[gone] = kept
+    elif kind == "use":
+        _remember(held.uses, str(entry["turn"]), tuple(str(i) for i in entry["ids"]), _MAX_USES)
+    elif kind == "voted":
+        _remember(held.voted, str(entry["key"]), True, _MAX_VOTED)
+    else:
+        raise KeyError(kind)
+
+
+def _state_lines(held: _Channel) -> Iterable[dict[str, Any]]:
+    for bullet in held.playbook.bullets:
+        yield {"kind": "bullet", "bullet": bullet.model_dump(mode="json")}
+    for gone, kept in held.playbook.aliases.items():
+        yield {"kind": "alias", "from": gone, "to": kept}
+    for turn, ids in held.uses.items():
+        yield {"kind": "use", "turn": turn, "ids": list(ids)}
+    for key in held.voted:
+        yield {"kind": "voted", "key": key}
+
+
+def _remember(table: OrderedDict[str, Any], key: str, value: Any, limit: int) -> None:
+    table[key] = value
+    table.move_to_end(key)
+    while len(table) > limit:
+        table.popitem(last=False)
