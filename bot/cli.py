@@ -1,4 +1,4 @@
-"""The ``chanctx`` command line: replay, run, record.
+"""The ``chanctx`` command line: replay, run, record, fakes, playbook.
 
 Every setting is a flag and an environment variable (``chanctx.bot.options``); secrets come from
 the environment only. A bad setting is one line on stderr naming it, and exit status 2.
@@ -24,6 +24,7 @@ from chanctx.bot.options import (
     resolve_options,
     session_settings,
 )
+from chanctx.bot.playbook_cli import add_playbook_parser, run_playbook
 from chanctx.context import ChanctxError
 
 __all__ = ["main", "parser"]
@@ -89,6 +90,8 @@ def parser() -> argparse.ArgumentParser:
             )
         add_options(command, name)  # type: ignore[arg-type]
 
+    add_playbook_parser(commands)
+
     fakes = commands.add_parser(
         "fakes",
         help="Serve the fake Slack Web API and fake Messages API until killed (smoke tests).",
@@ -142,6 +145,8 @@ def _replay(args: argparse.Namespace, options: Options) -> int:
             history_per_channel=options.history_per_channel,
             history_mb=options.history_mb,
             requests_out=args.requests_out,
+            curator=options.curator or "offline",
+            curator_model=options.curator_model,
         ),
         then=_serve_replayed(args.serve, args.json) if args.serve is not None else None,
     )
@@ -170,7 +175,12 @@ def _serve_replayed(port: int, as_json: bool) -> Callable[[Any, dict[str, Any]],
     def serve(bot: Any, report: dict[str, Any]) -> None:
         print(_shown(report, as_json), flush=True)
         profiles = ProfileStore(bot.data_dir)
-        sources = QuerySources(bot.engine, recipe=bot.recipe, media=bot.media)
+        sources = QuerySources(
+            bot.engine,
+            recipe=bot.recipe,
+            media=bot.media,
+            playbooks=bot.playbooks.store if bot.playbooks else None,
+        )
         routes = query_routes(
             bot.engine,
             None,
@@ -247,6 +257,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             return _replay(args, options)
         if command == "fakes":
             return _fakes(args)
+        if command == "playbook":
+            return run_playbook(args, env)
         return _serve(args, options, env)
     except BrokenPipeError:
         # The reader went away (`| head`): not an error worth a traceback.

@@ -33,7 +33,7 @@ __all__ = [
     "session_settings",
 ]
 
-Command = Literal["run", "record", "replay", "fakes"]
+Command = Literal["run", "record", "replay", "fakes", "playbook"]
 SERVING: frozenset[Command] = frozenset({"run", "record"})
 ALL: frozenset[Command] = frozenset({"run", "record", "replay"})
 
@@ -71,6 +71,9 @@ class Options(BaseModel):
     slack_fetches_per_turn: int = 3
     max_wait: float = 60.0
     stale_serve_ttl: float = 3600.0
+    # None: off for run and record, the offline rules for replay.
+    curator: Literal["off", "offline", "claude"] | None = None
+    curator_model: str = "claude-haiku-4-5"
 
 
 def _positive_int(text: str) -> int:
@@ -269,6 +272,17 @@ SETTINGS: tuple[Setting, ...] = (
         "slack_fetches_per_turn", "--slack-fetches-per-turn", "CHANCTX_SLACK_FETCHES_PER_TURN",
         _non_negative_int, "a whole number (0 or more)",
         "Slack fetches Claude's tools may make for one answer (threads not cached)",
+    ),
+    Setting(
+        "curator", "--curator", "CHANCTX_CURATOR", _choice("off", "offline", "claude"),
+        "one of off, offline, claude",
+        "who grows the channel playbooks after each answer: nobody, the offline rules, or one "
+        "cheap Claude call", choices=("off", "offline", "claude"),
+        shown_default="off (replay: offline)",
+    ),
+    Setting(
+        "curator_model", "--curator-model", "CHANCTX_CURATOR_MODEL", _text, "a model id",
+        "the model of --curator claude",
     ),
     Setting(
         "claude", "--no-claude", "CHANCTX_CLAUDE", _switch, "1 or 0",

@@ -100,10 +100,13 @@ class Runtime:
         return not self.turns.seen_event(event_id)
 
     def close_stores(self) -> None:
-        """Close the files the runtime writes (the turn journal, the feedback log)."""
+        """Close the files the runtime writes (the turn journal, the feedback log, the
+        playbooks)."""
         self.turns.close()
         if self.feedback is not None:
             self.feedback.close()
+        if self.playbooks is not None:
+            self.playbooks.store.close()
 
     def intake(self, event: Mapping[str, Any]) -> None:
         self.engine.handle(event)  # the engine locks its caches itself

@@ -11,10 +11,12 @@ from typing import Any
 
 import anthropic
 from chanctx.bot.claude.answers import NullResponder, Responder
+from chanctx.bot.claude.curator import ClaudeCurator
 from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
 from chanctx.bot.claude.session import ClaudeResponder
 from chanctx.bot.engine import ContextEngine
 from chanctx.bot.options import Options, SettingsError, context_settings, session_settings
+from chanctx.bot.playbooks import ChannelPlaybooks, Curator, OfflineCurator
 from chanctx.bot.runtime import Runtime
 from chanctx.bot.server import build_asgi_app, run_server
 from chanctx.bot.settings import RunSettings
@@ -25,7 +27,7 @@ from chanctx.bot.slack.media import MediaFetcher
 from chanctx.bot.slack.slack_api import SlackFetcher
 from chanctx.cache import Limiter, MediaContentCache, RateLimiter, RedisRateLimiter
 from chanctx.context import default_counter
-from chanctx.manifest_store import FeedbackStore, SessionStore, TurnJournal
+from chanctx.manifest_store import FeedbackStore, LocalPlaybookStore, SessionStore, TurnJournal
 from chanctx.tools import IndexedHistory
 from slack_bolt import App
 from slack_sdk import WebClient
@@ -70,12 +72,25 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
             max_bytes=options.history_mb * 2**20,
         ),
     )
+    data_dir = settings.data_dir if settings else None
+    claude = (
+        anthropic.Anthropic(api_key=settings.anthropic_api_key, max_retries=3)
+        if settings is not None and settings.anthropic_api_key
+        else None
+    )
+    playbooks = ChannelPlaybooks(
+        LocalPlaybookStore(data_dir),
+        engine,
+        curator=_curator(options, engine, claude),
+        counter=engine.counter,
+    )
     responder: Responder = NullResponder()
-    if settings is not None and settings.anthropic_api_key:
+    if settings is not None and claude is not None:
         home = Path(settings.home).resolve()
         responder = ClaudeResponder(
-            anthropic.Anthropic(api_key=settings.anthropic_api_key, max_retries=3),
+            claude,
             engine=engine,
+            playbooks=playbooks,
             store=SessionStore(Path(settings.data_dir)),
             team=team,
             recipe=RecipeRunner(load_recipe(home), home=home, cwd=Path.cwd()),
@@ -83,7 +98,6 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
             media=MediaFetcher(token=settings.bot_token, cache=MediaContentCache()),
             settings=session_settings(options),
         )
-    data_dir = settings.data_dir if settings else None
     return Runtime(
         engine=engine,
         client=client,
@@ -93,8 +107,22 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
         ),
         turns=TurnJournal(data_dir),
         feedback=FeedbackStore(data_dir),
+        playbooks=playbooks,
         keep_results=200,  # memory stays flat however many answers a running bot gives
     )
+
+
+def _curator(
+    options: Options, engine: ContextEngine, claude: anthropic.Anthropic | None
+) -> Curator | None:
+    """Who grows the playbooks (``--curator``): off by default in ``run``."""
+    if options.curator == "offline":
+        return OfflineCurator(engine.names)
+    if options.curator == "claude":
+        if claude is None:
+            raise SettingsError("--curator claude needs ANTHROPIC_API_KEY")
+        return ClaudeCurator(claude, names=engine.names, model=options.curator_model)
+    return None
 
 
 def serve(
@@ -168,6 +196,7 @@ def _api_routes(runtime: Runtime, settings: RunSettings) -> list[BaseRoute]:
         runtime.engine,
         recipe=RecipeRunner(load_recipe(home), home=home, cwd=Path.cwd()),
         media=MediaFetcher(token=settings.bot_token, cache=MediaContentCache()),
+        playbooks=runtime.playbooks.store if runtime.playbooks else None,
     )
     return query_routes(
         runtime.engine,

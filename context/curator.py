@@ -19,9 +19,9 @@ from chanctx.context._message import Message
 from chanctx.context._render import Names, text_of
 from chanctx.context.playbook import MAX_CONTENT, BulletSource, Delta, Section
 
-__all__ = ["offline_deltas"]
+__all__ = ["offline_deltas", "statements"]
 
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=[A-Z`\"'(])|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])|\n+")
 _THING = r"`?(?P<thing>[A-Za-z][\w./-]*[\w])`?"
 _OWNER_PATTERNS: Final = (
     re.compile(rf"\b(?:owns|maintains|is responsible for|is the owner of|looks after) (?:the )?{_THING}", re.I),
@@ -45,11 +45,7 @@ def offline_deltas(messages: Iterable[Message], names: Names, turn: str) -> list
     for message in messages:
         if message.is_bot or message.is_self or message.deleted:
             continue
-        for sentence in _sentences(text_of(message, names)):
-            found = _classify(sentence)
-            if found is None:
-                continue
-            section, subject = found
+        for section, subject, sentence in statements(text_of(message, names)):
             deltas.append(
                 Delta(
                     op="ADD",
@@ -60,6 +56,16 @@ def offline_deltas(messages: Iterable[Message], names: Names, turn: str) -> list
                 )
             )
     return deltas
+
+
+def statements(text: str) -> list[tuple[Section, str | None, str]]:
+    """``(section, subject, sentence)`` for each sentence of ``text`` worth keeping."""
+    found: list[tuple[Section, str | None, str]] = []
+    for sentence in _sentences(text):
+        kind = _classify(sentence)
+        if kind is not None:
+            found.append((kind[0], kind[1], sentence))
+    return found
 
 
 def _sentences(text: str) -> list[str]:

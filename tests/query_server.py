@@ -42,6 +42,11 @@ def api_server(
         keys,
         profiles,
         turns=lambda: list(bot.runtime.runner.results),
-        sources=QuerySources(bot.engine, recipe=bot.recipe, media=bot.media),
+        sources=QuerySources(
+            bot.engine,
+            recipe=bot.recipe,
+            media=bot.media,
+            playbooks=bot.playbooks.store if bot.playbooks else None,
+        ),
     )
     return BackgroundServer(build_asgi_app(bot.app, extra_routes=routes))

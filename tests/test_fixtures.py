@@ -430,3 +430,81 @@ def test_channel_knowledge_reads_the_old_pins_once_and_answers_from_the_channel(
     assert calls("channel_knowledge", "conversations.history") == 1
     assert calls("channel_knowledge", "files.info") == 0  # no file is read for an answer
     assert any("Failover runbook" in text for text in snapshot_texts(turn))
+
+
+# --- playbook/ -----------------------------------------------------------------------------
+
+
+def _playbook_blocks(body: dict[str, Any]) -> list[str]:
+    return [
+        block["text"]
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "text" and block["text"].startswith("CHANNEL PLAYBOOK")
+    ]
+
+
+def test_playbook_learns_merges_quarantines_and_supersedes(tmp_path: Path) -> None:
+    requests_out = tmp_path / "requests.jsonl"
+    found = replay(
+        load_fixture(FIXTURES / "playbook"), options=ReplayOptions(requests_out=requests_out)
+    )
+    turns = found["turns"]
+    assert len(turns) == 5 and all(t["error"] is None for t in turns)
+    bullets = {b["id"]: b for b in found["playbook"]["C0OPSTEAM1"]}
+    # Five planted facts, each in its section; the chatter ("Lunch is at noon") is not.
+    assert {b["id"].split("-")[0] for b in bullets.values()} == {
+        "owners", "conventions", "runbooks", "pitfalls", "glossary"}  # fmt: skip
+    assert not any("Lunch" in b["content"] for b in bullets.values())
+    # The duplicate merged into the first statement: one bullet, both provenances.
+    staging = bullets["conventions-00001"]
+    assert len(staging["sources"]) == 2 and staging["state"] == "superseded"
+    # The poisoned claim: two people marked the answer that cited it harmful.
+    poisoned = bullets["conventions-00002"]
+    assert "hardcode" in poisoned["content"]
+    assert (poisoned["harmful"], poisoned["state"]) == (2, "quarantined")
+    # A person's :+1: on the answer that cited the owner; then a newer owner supersedes it.
+    assert (bullets["owners-00001"]["helpful"], bullets["owners-00001"]["state"]) == (
+        1,
+        "superseded",
+    )
+    assert bullets["owners-00002"]["content"].startswith("Sam owns payments-api")
+    # Each turn's context holds the bullets that existed when it started: none for the first.
+    assert turns[0]["playbook"] == []
+    assert "owners-00001" in turns[1]["playbook"] and "owners-00002" in turns[4]["playbook"]
+    sent = [json.loads(line) for line in requests_out.read_text().splitlines()]
+    blocks = [_playbook_blocks(body) for body in sent]
+    assert all(len(b) <= 1 for b in blocks)  # attached once per session
+    final = blocks[-1][0] if blocks[-1] else next(b[0] for b in reversed(blocks) if b)
+    assert "Sam owns payments-api now" in final and "Kim owns payments-api" not in final
+    assert "no longer read-only" in final and "after 14:00 UTC" not in final
+    # A quarantined or superseded bullet never reaches a request after it changed state:
+    # the poisoned claim is in the sessions of turns 3 (cited, marked harmful) and no later.
+    assert "[conventions-00002]" in turns[2]["reply"]
+    assert "conventions-00002" not in turns[3]["playbook"] + turns[4]["playbook"]
+    for text in (t for turn_blocks in blocks for t in turn_blocks):
+        if "Sam owns payments-api now" in text:  # sessions after the supersession
+            assert "hardcode" not in text and "Kim owns" not in text
+    assert "hardcode" not in turns[4]["reply"].split("Here is what this channel says")[0]
+
+
+def test_playbook_curated_by_claude_through_the_fake_matches_the_rules(tmp_path: Path) -> None:
+    offline = report("playbook")
+    requests_out = tmp_path / "requests.jsonl"
+    live = replay(
+        load_fixture(FIXTURES / "playbook"),
+        options=ReplayOptions(curator="claude", requests_out=requests_out),
+    )
+    strip = [{k: b[k] for k in ("id", "content", "state", "helpful", "harmful")}
+             for b in live["playbook"]["C0OPSTEAM1"]]  # fmt: skip
+    assert strip == [{k: b[k] for k in ("id", "content", "state", "helpful", "harmful")}
+                     for b in offline["playbook"]["C0OPSTEAM1"]]  # fmt: skip
+    # One curator request per answered turn with something new to read, each one valid,
+    # forcing the structured tool; the answers' own requests are as before.
+    sent = [json.loads(line) for line in requests_out.read_text().splitlines()]
+    curating = [b for b in sent if (b.get("tool_choice") or {}).get("type") == "tool"]
+    assert len(curating) == 5 and len(sent) == offline["claude"]["requests"] + 5
+    assert all(problems(body) == [] for body in curating)
+    assert all(b["model"] == "claude-haiku-4-5" for b in curating)
+    assert live["claude"]["rejected"] == 0

@@ -16,6 +16,7 @@ from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.server import BackgroundServer, build_asgi_app
 from chanctx.bot.server.query_api import ApiKeys, query_routes
 from chanctx.context import default_counter
+from chanctx.tools import BLOCK_TYPES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -119,7 +120,7 @@ def test_seed_001_properties_hold_for_any_query(
     # Only the last block may be cut, at a sentence boundary ("..."): nothing after a cut one.
     assert all(not c["truncated"] for c in chunks[:-1])
     assert body["truncated_count"] == sum(c["truncated"] for c in chunks)
-    assert all(c["block_type"] in (filters or ["message", "thread"]) for c in chunks)
+    assert all(c["block_type"] in (filters or BLOCK_TYPES) for c in chunks)
     if fmt == "json":
         rendered = json.loads(body["rendered"])
         assert [r["block_id"] for r in rendered] == [c["block_id"] for c in chunks]

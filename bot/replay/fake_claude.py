@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chanctx.bot.slack.media import image_tokens
+from chanctx.context.curator import statements
 from chanctx.context.tokens import TokenCounter, default_counter
 
 __all__ = ["OFFLINE_MARK", "MessagesEndpoint", "PromptCacheSim"]
@@ -167,10 +168,81 @@ def _answer_from_tool(result_text: str, question: str) -> str:
     return "\n".join(lines)
 
 
+_CURATOR_TOOL = "propose_playbook_deltas"
+_LINE = re.compile(r"^\[(\d{10}\.\d{6})\] (?:\([^)]*\) )?[^:]{1,80}: (.*)$")
+_BULLET = re.compile(r"^\[([a-z]+-\d{5})\] helpful=\d+ harmful=\d+ :: (.*)$")
+_WORDS = re.compile(r"[a-z0-9][a-z0-9_-]+")
+_COMMON = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "are",
+        "was",
+        "what",
+        "who",
+        "how",
+        "does",
+        "did",
+        "is",
+        "it",
+        "in",
+        "on",
+        "of",
+        "to",
+        "do",
+        "we",
+        "our",
+    ]
+)
+
+
+def _curated(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The curator's forced tool call, answered by the offline rules over the lines shown."""
+    deltas = []
+    for line in _text_of((body.get("messages") or [{}])[-1].get("content")).splitlines():
+        found = _LINE.match(line)
+        if not found:
+            continue
+        for section, subject, sentence in statements(found[2]):
+            delta: dict[str, Any] = {"op": "ADD", "section": section, "content": sentence,
+                                     "message_ts": [found[1]]}  # fmt: skip
+            if subject:
+                delta["subject"] = subject
+            deltas.append(delta)
+    call_id = hashlib.sha256(json.dumps(deltas).encode()).hexdigest()[:12]
+    return [{"type": "tool_use", "id": f"toolu_offline_{call_id}", "name": _CURATOR_TOOL,
+             "input": {"deltas": deltas}}]  # fmt: skip
+
+
+def _playbook_lines(messages: Sequence[dict[str, Any]], question: str) -> list[str]:
+    """Playbook bullets the conversation holds that share two words with the question (or
+    every word of a short one), cited by id as the system prompt asks."""
+    asked = {w for w in _WORDS.findall(question.casefold()) if w not in _COMMON}
+    lines: list[str] = []
+    for message in messages:
+        for block in message.get("content") or []:
+            text = block.get("text", "") if isinstance(block, dict) else ""
+            if not text.startswith("CHANNEL PLAYBOOK"):
+                continue
+            for line in text.splitlines():
+                bullet = _BULLET.match(line)
+                if bullet is None:
+                    continue
+                shared = asked & set(_WORDS.findall(bullet[2].casefold()))
+                if len(shared) >= min(2, len(asked)) and shared:
+                    lines.append(f"• [{bullet[1]}] {bullet[2]}")
+    return lines[:3]
+
+
 class OfflineModel:
-    """Deterministic stand-in for Claude: search with the question, answer with what was found."""
+    """Deterministic stand-in for Claude: search with the question, answer with what was found
+    (and with the playbook bullets that match it, cited by id)."""
 
     def respond(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+        choice = body.get("tool_choice") or {}
+        if isinstance(choice, dict) and choice.get("name") == _CURATOR_TOOL:
+            return _curated(body), "tool_use"
         messages = body.get("messages") or []
         last = messages[-1] if messages else {}
         content = last.get("content")
@@ -182,9 +254,11 @@ class OfflineModel:
             return [{"type": "text", "text": f"Summary: {summary}"}], "end_turn"
         if results:
             content = results[-1].get("content")
-            return [
-                {"type": "text", "text": _answer_from_tool(_text_of(content), question)}
-            ], "end_turn"
+            text = _answer_from_tool(_text_of(content), question)
+            learned = _playbook_lines(messages, question)
+            if learned:
+                text = "From this channel's playbook:\n" + "\n".join(learned) + "\n" + text
+            return [{"type": "text", "text": text}], "end_turn"
         tools = {t.get("name") for t in body.get("tools") or []}
         if "channel_context" in tools and question:
             call = {

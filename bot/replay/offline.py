@@ -15,10 +15,11 @@ from typing import Any, Literal
 
 import anthropic
 from chanctx.bot.claude.answers import NullResponder, Responder
+from chanctx.bot.claude.curator import DEFAULT_CURATOR_MODEL, ClaudeCurator
 from chanctx.bot.claude.recipe_runner import RecipeRunner
 from chanctx.bot.claude.session import ClaudeResponder, SessionSettings
 from chanctx.bot.engine import ContextEngine, ContextSettings
-from chanctx.bot.playbooks import ChannelPlaybooks, OfflineCurator
+from chanctx.bot.playbooks import ChannelPlaybooks, Curator, OfflineCurator
 from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 from chanctx.bot.runtime import Runtime
@@ -78,7 +79,8 @@ class OfflineBot:
         history_per_channel: int = 5_000,
         history_mb: int = 256,
         claude_latency_ms: int = 0,
-        curator: Literal["off", "offline"] = "offline",
+        curator: Literal["off", "offline", "claude"] = "offline",
+        curator_model: str = DEFAULT_CURATOR_MODEL,
     ) -> None:
         """``claude=True`` answers with a real Claude session against the fake Anthropic API
         (the ``cassette``'s responses, then the offline model); sessions live in ``data_dir``."""
@@ -114,7 +116,7 @@ class OfflineBot:
         )
         self.media = ReplayMedia(self.client, self.media_fetcher)
         self.recipe = recipe
-        self._curator = curator
+        self._curator, self._curator_model = curator, curator_model
         self.playbooks: ChannelPlaybooks | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.data_dir = data_dir
@@ -160,10 +162,17 @@ class OfflineBot:
     def _playbooks(self, data_dir: Path | None) -> ChannelPlaybooks:
         """The channel playbooks, curated by the deterministic rules (virtual time) unless the
         replay turns curation off; kept in the data dir when there is one."""
+        curator: Curator | None = None
+        if self._curator == "offline":
+            curator = OfflineCurator(self.engine.names)
+        elif self._curator == "claude" and self.claude_client is not None:
+            curator = ClaudeCurator(
+                self.claude_client, names=self.engine.names, model=self._curator_model
+            )
         return ChannelPlaybooks(
             LocalPlaybookStore(data_dir),
             self.engine,
-            curator=OfflineCurator(self.engine.names) if self._curator == "offline" else None,
+            curator=curator,
             counter=self.engine.counter,
             clock=self.clock,
         )
@@ -182,8 +191,6 @@ class OfflineBot:
     def close(self) -> None:
         self.runtime.runner.close()
         self.runtime.close_stores()
-        if self.playbooks is not None:
-            self.playbooks.store.close()
         self.slack.close()
         if self.claude_client is not None:
             self.claude_client.close()  # its connection pool holds loopback sockets

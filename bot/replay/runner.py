@@ -38,6 +38,8 @@ class ReplayOptions:
     history_per_channel: int = 5_000  # messages kept per channel (the search window)
     history_mb: int = 256  # memory all channels' history may hold
     requests_out: Path | None = None  # write each Messages API request body here (JSONL)
+    curator: Literal["off", "offline", "claude"] = "offline"  # who grows the playbooks
+    curator_model: str = "claude-haiku-4-5"
 
 
 def turn_report(result: TurnResult) -> dict[str, Any]:
@@ -99,6 +101,8 @@ def replay(
         recipe=options.recipe,
         history_per_channel=options.history_per_channel,
         history_mb=options.history_mb,
+        curator=options.curator,
+        curator_model=options.curator_model,
     ) as bot:
         for envelope in fixture.envelopes:
             bot.dispatch(envelope)

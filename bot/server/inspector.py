@@ -15,11 +15,12 @@ from typing import Any
 from chanctx.bot.claude.answers import TurnResult
 from chanctx.bot.engine import ContextEngine
 from chanctx.context import render_slack_text
+from chanctx.manifest_store import PlaybookStore
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-__all__ = ["inspector_routes", "turn_view"]
+__all__ = ["inspector_routes", "playbook_view", "turn_view"]
 
 _OUTPUT_CHARS = 2_000  # a tool output shown in the page, cut beyond this
 
@@ -46,6 +47,7 @@ def turn_view(result: TurnResult, engine: ContextEngine) -> dict[str, Any]:
         "budgets": _budgets(result, engine),
         "blocks": [{"kind": b.kind, "name": b.name, "tokens": b.tokens} for b in result.sent],
         "slack_calls": dict(result.slack_calls),
+        "playbook": list(result.playbook_ids),
         "usage": usage,
         "cache_read_share": round(read / (fresh + read), 4) if fresh + read else 0.0,
         "notes": list(built.notes) if built is not None else [],
@@ -84,10 +86,29 @@ def _budgets(result: TurnResult, engine: ContextEngine) -> dict[str, dict[str, i
     }
 
 
+def playbook_view(store: PlaybookStore, channel: str) -> list[dict[str, Any]]:
+    """Every bullet of the channel's playbook, superseded and quarantined ones included."""
+    return [
+        {
+            "id": b.id,
+            "section": b.section,
+            "content": b.content,
+            "subject": b.subject,
+            "helpful": b.helpful,
+            "harmful": b.harmful,
+            "state": b.state,
+            "superseded_by": b.superseded_by,
+            "sources": [s.model_dump(mode="json") for s in b.sources],
+        }
+        for b in store.bullets(channel)
+    ]
+
+
 def inspector_routes(
     engine: ContextEngine,
     turns: Callable[[], Sequence[TurnResult]],
     grant_of: Callable[[Request], list[str] | str | None],
+    playbooks: PlaybookStore | None = None,
 ) -> list[BaseRoute]:
     page = resources.files("chanctx.bot.server").joinpath("inspector.html").read_text("utf-8")
 
@@ -105,7 +126,29 @@ def inspector_routes(
         ]
         return JSONResponse({"turns": shown})
 
+    async def playbook(request: Request) -> Response:
+        """``?channel=C..``: that channel's bullets; without it, the channels that have a
+        playbook, as far as the key may read them."""
+        grant = grant_of(request)
+        if grant is None:
+            return JSONResponse({"error": "an API key is required"}, status_code=401)
+        known = playbooks.channels() if playbooks is not None else []
+        channel = request.query_params.get("channel")
+        if channel is None:
+            shown = [c for c in known if grant == "*" or c in grant]
+            return JSONResponse(
+                {"channels": [{"id": c, "name": engine.names.channels.get(c, c)} for c in shown]}
+            )
+        if grant != "*" and channel not in grant:
+            return JSONResponse(
+                {"error": f"this key may not read channel {channel}"}, status_code=403
+            )
+        if playbooks is None or channel not in known:
+            return JSONResponse({"channel": channel, "bullets": []})
+        return JSONResponse({"channel": channel, "bullets": playbook_view(playbooks, channel)})
+
     return [
         Route("/inspector", inspector, methods=["GET"]),
         Route("/api/turns", recent, methods=["GET"]),
+        Route("/api/playbook", playbook, methods=["GET"]),
     ]

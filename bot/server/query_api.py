@@ -276,7 +276,10 @@ def query_routes(
         *openapi_routes(),
         *(
             inspector_routes(
-                engine, turns, lambda r: _granted(keys, r.headers.get("authorization", ""))
+                engine,
+                turns,
+                lambda r: _granted(keys, r.headers.get("authorization", "")),
+                playbooks=sources.playbook_store if sources is not None else None,
             )
             if turns is not None
             else []

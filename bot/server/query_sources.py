@@ -1,5 +1,6 @@
 """The query API's blocks that are not channel messages: ``file`` (the text of text files shared
-in the channel) and ``recipe`` (the context.yaml's file and computed_file sources).
+in the channel), ``recipe`` (the context.yaml's file and computed_file sources) and ``playbook``
+(the channel playbook's bullets that are sent to Claude: one block each).
 
 Files are downloaded under the media safety rules (``bot/slack/media.py``: the token only to
 Slack's file hosts, public addresses only, a total deadline), whether or not inline media
@@ -23,6 +24,7 @@ from chanctx.bot.claude.session_media import MediaSource
 from chanctx.bot.engine import ContextEngine
 from chanctx.bot.slack.media import TEXT_TYPES, FetchedMedia
 from chanctx.context import ChanctxError, FileRef, Message, iso_from_ts
+from chanctx.manifest_store import PlaybookStore
 from chanctx.tools import ExtraBlock
 
 __all__ = ["MAX_FILE_CHARS", "QuerySources"]
@@ -49,23 +51,32 @@ class QuerySources:
         *,
         recipe: RecipeRunner | None = None,
         media: MediaSource | None = None,
+        playbooks: PlaybookStore | None = None,
     ) -> None:
         self._engine = engine
         self._recipe = recipe
         self._media = media
+        self._playbooks = playbooks
         self._texts: LRUCache[str, str] = LRUCache(maxsize=_TEXT_CACHE_CHARS, getsizeof=len)
         self._failed: TTLCache[str, bool] = TTLCache(maxsize=10_000, ttl=_FAILED_FOR)
         self._recipes: TTLCache[str, list[ExtraBlock]] = TTLCache(maxsize=1_000, ttl=_RECIPE_FOR)
         self._lock = threading.Lock()
         self.downloads = 0  # files downloaded (the tests and the bench read it)
 
+    @property
+    def playbook_store(self) -> PlaybookStore | None:
+        return self._playbooks
+
     def blocks(
         self, channel: str, wanted: set[str], should_stop: Callable[[], bool]
     ) -> list[ExtraBlock]:
-        """The recipe's blocks, then the channel's file blocks, of the types in ``wanted``."""
+        """The recipe's blocks, the playbook's, then the channel's file blocks, of the types
+        in ``wanted``."""
         found: list[ExtraBlock] = []
         if "recipe" in wanted:
             found += self.recipe_blocks(channel)
+        if "playbook" in wanted:
+            found += self.playbook_blocks(channel)
         if "file" in wanted:
             found += self.file_blocks(channel, should_stop)
         return found
@@ -99,6 +110,25 @@ class QuerySources:
         with self._lock:
             self._recipes[channel] = blocks
         return blocks
+
+    # -- playbook -------------------------------------------------------------------------
+
+    def playbook_blocks(self, channel: str) -> list[ExtraBlock]:
+        """The bullets a session would be sent (superseded and quarantined ones never)."""
+        if self._playbooks is None:
+            return []
+        label = "#" + self._engine.names.channels.get(channel, channel)
+        return [
+            ExtraBlock(
+                block_id=f"playbook:{b.id}",
+                block_type="playbook",
+                source=f"{label} playbook [{b.id}] helpful={b.helpful} harmful={b.harmful}"
+                + (" (unverified)" if b.state == "unverified" else ""),
+                text=b.content,
+            )
+            for b in self._playbooks.bullets(channel)
+            if b.active
+        ]
 
     # -- files ----------------------------------------------------------------------------
 
