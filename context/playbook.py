@@ -35,6 +35,8 @@ __all__ = [
     "Playbook",
     "Section",
     "render_playbook",
+    "anchors",
+    "same_fact",
     "similarity",
     "words",
 ]
@@ -46,6 +48,7 @@ ACTIVE: Final = frozenset({"unverified", "verified"})
 MERGE_SIMILARITY: Final = 0.6  # word overlap (Jaccard) at which two bullets say the same thing
 MAX_CONTENT: Final = 500  # characters; a longer proposal is refused, not cut
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.:/-]*[a-z0-9]|[a-z0-9]")
+_CODE = re.compile(r"`([^`]+)`")
 _STOP: Final = frozenset(
     [
         "a",
@@ -166,6 +169,21 @@ def similarity(a: str, b: str) -> float:
     return len(left & right) / len(left | right)
 
 
+def anchors(text: str) -> frozenset[str]:
+    """The names a statement is about: words with a digit, a dash, a dot, a slash or an
+    underscore (``billing-api``, ``POOL_SIZE``, ``v2.3``, ``14:00``), and every word in
+    backticks (a command). Two statements that name
+    different things are different facts, however alike their wording ("Never deploy billing-api
+    on Fridays" is not "Never deploy cart-api on weekends")."""
+    quoted = {w for span in _CODE.findall(text) for w in words(span)}  # `payctl drain`
+    return frozenset(w for w in words(text) if any(c in w for c in "0123456789-._/:")) | quoted
+
+
+def same_fact(a: str, b: str) -> bool:
+    """Near-duplicates: alike in wording and naming the same things."""
+    return similarity(a, b) >= MERGE_SIMILARITY and anchors(a) == anchors(b)
+
+
 def _utility(bullet: Bullet) -> tuple[int, int, int, float, float]:
     """Higher is more useful: net votes, verified, never harmful, recently confirmed, newer."""
     return (
@@ -250,7 +268,7 @@ class Playbook:
         old = self.get(delta.id or "")
         if old is None or not old.active:
             return None
-        if delta.content and similarity(delta.content, old.content) < MERGE_SIMILARITY:
+        if delta.content and not same_fact(delta.content, old.content):
             # New content on the same subject: a new bullet supersedes this one.
             subject = old.subject or f"bullet:{old.id}"
             if old.subject is None:
@@ -269,7 +287,7 @@ class Playbook:
         for bullet in self.active():
             if bullet.section != section or not _compatible(bullet.subject, subject):
                 continue
-            if similarity(bullet.content, content) >= MERGE_SIMILARITY:
+            if same_fact(bullet.content, content):
                 return bullet
         return None
 
@@ -314,7 +332,7 @@ class Playbook:
                     continue
                 if not _compatible(bullet.subject, other.subject):
                     continue
-                if similarity(bullet.content, other.content) >= MERGE_SIMILARITY:
+                if same_fact(bullet.content, other.content):
                     self._absorb(bullet.id, other.id)
                     merged.append((bullet.id, other.id))
         return merged

@@ -54,6 +54,15 @@ PLANTED: list[tuple[Section, str, list[str]]] = [
                         "Run payctl drain before any payments failover to us-east region."]),
     ("glossary", "term:flaky test", ["The flaky test means test_checkout_timeout in payments.",
                                      "The flaky test means test_checkout_timeout in the payments suite."]),
+    # Same template, no subject the rules can name: only what they name tells them apart.
+    ("runbooks", None, ["To restart the thumbnailer, run `opsctl restart thumbnailer` first.",
+                        "To restart the thumbnailer, run `opsctl restart thumbnailer` first, always."]),
+    ("runbooks", None, ["To restart the notifier, run `opsctl restart notifier` first.",
+                        "To restart the notifier, run `opsctl restart notifier` first, always."]),
+    ("conventions", None, ["Never deploy billing-api on Fridays, the batch jobs run then.",
+                           "Never deploy billing-api on Fridays, the batch jobs run then, remember."]),
+    ("conventions", None, ["Never deploy cart-api on weekends, the batch jobs run then.",
+                           "Never deploy cart-api on weekends, the batch jobs run then, remember."]),
 ]  # fmt: skip
 SUPERSEDING = {
     "owner:payments-api": "Sam took over payments-api from Kim last week.",
@@ -86,9 +95,11 @@ def test_playbook_properties_hold_for_any_sequence(
     playbook = Playbook()
     seen: dict[str, tuple[int, int]] = {}  # id -> the counters it had
     first_content: dict[str, str] = {}
+    fact_of_turn: dict[str, int] = {}  # the planted fact each add came from
     for number, (kind, a, b) in enumerate(operations):
         if kind == "add":
             assert isinstance(a, int) and isinstance(b, int)
+            fact_of_turn[f"{CHANNEL}:{number}"] = a
             playbook.apply(add(a, b, number), now=float(number))
         elif kind == "supersede":
             subject = str(a)
@@ -119,13 +130,10 @@ def test_playbook_properties_hold_for_any_sequence(
     assert {b.content for b in chosen} <= {b.content for b in playbook.bullets}
     # A quarantined or superseded bullet is never sent.
     assert all(b.state in ("unverified", "verified") for b in chosen)
-    # Merges never join statements on different subjects.
-    subjects = {text: subject for _, subject, texts in PLANTED for text in texts}
+    # Merges never join two planted facts: every source of a bullet is one fact's.
     for bullet in playbook.bullets:
-        cited = {subjects.get(bullet.content)} - {None}
-        assert len(cited) <= 1
-        if bullet.subject is not None and bullet.content in subjects:
-            assert subjects[bullet.content] in (bullet.subject, None)
+        facts = {fact_of_turn[s.turn] for s in bullet.sources if s.turn in fact_of_turn}
+        assert len(facts) <= 1, (bullet, facts)
 
 
 def test_select_leaves_the_least_useful_out_whole() -> None:

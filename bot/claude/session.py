@@ -30,6 +30,12 @@ from chanctx.bot.claude.prompt import CONTEXT_HEADER, system_prompt
 from chanctx.bot.claude.recipe_runner import RecipeRunner
 from chanctx.bot.claude.request_fit import estimate_tokens, fit_request
 from chanctx.bot.claude.request_rules import NO_ANSWER, check_request, repaired
+from chanctx.bot.claude.scratchpad import (
+    DEFAULT_THRESHOLD,
+    SCRATCHPAD_READ,
+    SCRATCHPAD_TOOL,
+    Scratchpad,
+)
 from chanctx.bot.claude.session_media import (
     Attached,
     Located,
@@ -97,6 +103,9 @@ class SessionSettings:
     attach_media: bool = False
     deadline_seconds: float = 120.0  # the whole turn with Claude, tool rounds included
     slack_fetches_per_turn: int = 3  # Slack fetches the tools may make for one answer
+    # Seed 004's distraction guard: a longer output of these tools goes to the scratchpad.
+    scratchpad_threshold: int = DEFAULT_THRESHOLD
+    scratchpad_tools: tuple[str, ...] = ("channel_messages",)
 
 
 @dataclass
@@ -121,6 +130,7 @@ class _Session:
     # thread's answers count for them. Not persisted: after a restart, until the context is
     # attached again, answers credit no bullet.
     playbook_ids: list[str] = field(default_factory=list)
+    scratchpad: Scratchpad | None = None  # made with the session's first bulky tool output
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -520,7 +530,7 @@ class ClaudeResponder:
             output_budget_tokens=self.settings.tool_output_budget,
             now=self.clock,
         )
-        definitions = tools.definitions()
+        definitions = [*tools.definitions(), SCRATCHPAD_TOOL]
         definitions[-1] = {**definitions[-1], "cache_control": self._cache_marker}
         loop = _Loop(messages=[history[-1]])
         request_messages = list(history)
@@ -556,7 +566,7 @@ class ClaudeResponder:
             results = []
             for block in response.content:
                 if block.type == "tool_use":
-                    outcome = tools.call(block.name, block.input)
+                    outcome = self._run_tool(session, tools, block.name, block.input)
                     loop.calls.append(
                         ToolCall(block.name, block.input, outcome.content, outcome.is_error)
                     )
@@ -565,6 +575,21 @@ class ClaudeResponder:
             request_messages.append(tool_message)
             loop.messages.append(tool_message)
         return loop
+
+    def _run_tool(
+        self, session: _Session, tools: ChannelTools, name: str, tool_input: object
+    ) -> ToolResult:
+        """A channel tool's result, bulky ones set aside in the scratchpad; or a page of it."""
+        if session.scratchpad is None:
+            session.scratchpad = Scratchpad(
+                self.counter.count, threshold=self.settings.scratchpad_threshold
+            )
+        if name == SCRATCHPAD_READ:
+            return session.scratchpad.read(tool_input)
+        outcome = tools.call(name, tool_input)
+        if outcome.is_error or name not in self.settings.scratchpad_tools:
+            return outcome
+        return ToolResult(session.scratchpad.set_aside(name, outcome.content))
 
     def _finish(
         self, session: _Session, turn: Turn, loop: _Loop, *, attaching: bool, recipe_loaded: bool
