@@ -67,6 +67,14 @@ def test_the_inspector_shows_the_turns_and_runs_a_query(page_of: Any, demo_bot: 
         page.wait_for_selector("tr.chunk")
         assert page.locator("tr.chunk").count() >= 1
         assert "tokens" in page.locator("#answer").inner_text()
+        # The playbook panel: what #incidents learned during the replay, each with its state.
+        page.wait_for_selector("#playbook .bullet")
+        bullets = page.locator("#playbook .bullet")
+        assert bullets.count() == len(demo_bot.playbooks.store.bullets(INCIDENTS)) >= 1  # type: ignore[union-attr]
+        assert (
+            "unverified" in bullets.first.inner_text()
+            and "[conventions-" in bullets.first.inner_text()
+        )
         assert errors == []
         page.close()
 
