@@ -277,7 +277,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         mine = ratios(check, family, EstimatingCounter(family).count)
         before = ratios(check, family, previous(family))
         base = ratios(check, family, naive)
-        on_fit = ratios(fit_texts, family, EstimatingCounter(family).count)
+        real = [t for t in fit_texts if not t.category.startswith(STRESS_PREFIX)]
+        stress = [t for t in fit_texts if t.category.startswith(STRESS_PREFIX)]
+        on_fit = ratios(real, family, EstimatingCounter(family).count)
+        on_stress = ratios(stress, family, EstimatingCounter(family).count)
         mine_all = mine["all"]
         if min(mine_all) < 1.0:
             failures.append(f"{family}: {sum(x < 1.0 for x in mine_all)} texts under")
@@ -288,11 +291,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"- estimator: {summary(mine_all)}",
             f"- previous estimator (character classes only): {summary(before['all'])}",
             f"- `ceil(len / 4)`: {summary(base['all'])}",
-            f"- on its own fitting texts: {summary(on_fit['all'])}",
+            f"- on its own fitting texts: {summary(on_fit['all'])}; random code points of one "
+            f"script (fitted to >= {STRESS_MARGIN}): {summary(on_stress['all'])}",
             "\nEstimator by category (check set):\n",
             table(mine),
         ]
 
+    md.append(
+        "\n**Why not never-under yet** (measured while building this, 2026-11-25): the same "
+        "features fitted on the check set itself reach never-under at mean 1.066 / 1.069, so the "
+        "features can express it; what is missing is generalisation. Fitted on half of the fit "
+        "texts and measured on the other half (4 stratified splits), the lowest ratio is "
+        "0.79-0.82 (v3) and 0.71-0.89 (v4_8) with the 1st percentile at 0.93-0.95; a uniform "
+        "margin large enough to stay above 1.0 on unseen texts (1.27 / 1.41) would put the mean "
+        "at 1.41 / 1.59. What stays under is vocabulary the earlier tokenizer cannot see: "
+        "Claude 4.8 splits German words the earlier one keeps whole, Claude 3 prices a few "
+        "Russian words higher. Fitting on the check set would meet the bar and prove nothing."
+    )
     sample = [t.text for t in check]
     size = sum(len(t.encode("utf-8")) for t in sample)
     counter = EstimatingCounter("claude_v4_8")
