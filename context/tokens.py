@@ -6,9 +6,7 @@ unused. The estimate here is linear in two kinds of counts:
 
 * the pieces Anthropic's earlier *public* tokenizer (``data/claude_tokenizer.json``, run by
   ``tiktoken``) cuts the text into, by class (``_pieces``): a frequent lowercase word, a rare
-  one, a capitalised word, a digit group, a Cyrillic fragment ... counted on the text and on its
-  lowercase form (Claude 3 and later fold case into markers, so the lowercase split is closer to
-  theirs);
+  one, a capitalised word, a digit group, a Cyrillic fragment ...;
 * cheap character-class counts (capitals, digit runs, spaces beside numbers, scripts by UTF-8
   lead byte), counted on the UTF-8 bytes with C-speed ``translate``/``bit_count`` operations.
 
@@ -251,10 +249,9 @@ def _char_features(text: str) -> tuple[int, ...]:
 
 
 def feature_names() -> tuple[str, ...]:
-    """Names of ``features(text)``'s entries: piece classes (``text`` then ``lower:`` on the
-    lowercase text), then ``CHAR_FEATURES``."""
-    names = _pieces.classes()
-    return (*names, *(f"lower:{n}" for n in names), *CHAR_FEATURES)
+    """Names of ``features(text)``'s entries: the piece classes (``piece:<class>``), then
+    ``CHAR_FEATURES``."""
+    return (*(f"piece:{name}" for name in _pieces.classes()), *CHAR_FEATURES)
 
 
 def features(text: str) -> tuple[int, ...]:
@@ -262,11 +259,10 @@ def features(text: str) -> tuple[int, ...]:
 
     Public for the benchmark, which fits the weights on exactly what the counter computes.
     """
-    encoding, of_piece, size = _pieces.encoding(), _pieces.piece_classes(), len(_pieces.classes())
-    counts = [0] * (2 * size)
-    for offset, variant in ((0, text), (size, text.lower())):
-        for token in encoding.encode_ordinary(variant):
-            counts[offset + of_piece[token]] += 1
+    of_piece = _pieces.piece_classes()
+    counts = [0] * len(_pieces.classes())
+    for token in _pieces.encoding().encode_ordinary(text):
+        counts[of_piece[token]] += 1
     return (*counts, *_char_features(text))
 
 
@@ -274,7 +270,7 @@ class EstimatingCounter:
     """Offline token estimate for one tokenizer family. Stateless and thread-safe (tiktoken's
     encoder is)."""
 
-    __slots__ = ("_char_weights", "_lower_weights", "_piece_weights", "family")
+    __slots__ = ("_char_weights", "_piece_weights", "family")
 
     def __init__(self, family: Family, weights: dict[str, int] | None = None) -> None:
         if family not in WEIGHTS:
@@ -286,25 +282,16 @@ class EstimatingCounter:
             raise ValueError(
                 f"weights: non-negative integers by feature name (unknown: {sorted(unknown)})"
             )
-        # A weight per token id for each pass, so counting is a sum of look-ups.
-        names = _pieces.classes()
-        by_class = [chosen.get(n, 0) for n in names]
-        by_lower_class = [chosen.get(f"lower:{n}", 0) for n in names]
-        of_piece = _pieces.piece_classes()
-        self._piece_weights = [by_class[c] for c in of_piece]
-        self._lower_weights = [by_lower_class[c] for c in of_piece]
+        # A weight per token id, so counting the pieces is a sum of look-ups.
+        by_class = [chosen.get(f"piece:{n}", 0) for n in _pieces.classes()]
+        self._piece_weights = [by_class[c] for c in _pieces.piece_classes()]
         self._char_weights = tuple(chosen.get(n, 0) for n in CHAR_FEATURES)
 
     def count(self, text: str) -> int:
         if not text:
             return 0
-        encoding = _pieces.encoding()
-        pieces = encoding.encode_ordinary(text)
-        lower = text.lower()
-        # Most chat is lowercase already: then both passes cut the same pieces.
-        lower_pieces = pieces if lower == text else encoding.encode_ordinary(lower)
+        pieces = _pieces.encoding().encode_ordinary(text)
         total = sum(map(self._piece_weights.__getitem__, pieces))
-        total += sum(map(self._lower_weights.__getitem__, lower_pieces))
         total += sum(w * f for w, f in zip(self._char_weights, _char_features(text), strict=True))
         return max(1, -(-total // 1000))  # ceiling division, exact on integers
 
