@@ -1,28 +1,25 @@
-"""Offline token counting: a calibrated, never-undercounting estimate of Claude's tokenizer.
+"""Offline token counting: a fitted estimate of Claude's tokenizers from an earlier public one.
 
-Claude's tokenizer is not public, so budgets are planned with an estimate. An estimate that
-undercounts can overflow the context window, one that overcounts only leaves room unused, so the
-estimator here is an *upper envelope*: a weighted sum of cheap character-class features, with
-weights fitted so that ``estimate / reference >= 1`` on the calibration set
-(``shared/benchdata/tokens/calibration.jsonl``) with a margin. ``python -m bench.tokens`` measures
-it (per category: median, worst 1%, minimum) and refits the weights (``--fit``).
+Claude 3's and Claude 4.8's tokenizers are not public, so budgets are planned with an estimate.
+An estimate that undercounts can overflow the context window, one that overcounts leaves room
+unused. The estimate here is linear in two kinds of counts:
 
-The features are counted on the UTF-8 bytes with a handful of C-speed operations (``translate``,
-``count``, big-integer shifts and ``bit_count``), no per-character Python loop, so throughput is
-tens of MB/s in pure Python.
+* the pieces Anthropic's earlier *public* tokenizer (``data/claude_tokenizer.json``, run by
+  ``tiktoken``) cuts the text into, by class (``_pieces``): a frequent lowercase word, a rare
+  one, a capitalised word, a digit group, a Cyrillic fragment ...;
+* cheap character-class counts (capitals, digit runs, spaces beside numbers, scripts by UTF-8
+  lead byte), counted on the UTF-8 bytes with C-speed ``translate``/``bit_count`` operations.
 
-Two properties hold *by construction* (and are property-tested), because budgets in this project
-are summed piece by piece over JSON fragments:
+The weights (``_token_weights.py``, thousandths of a token, non-negative integers) come from a
+linear program in ``bench/tokens.py``: minimise the mean estimate / reference ratio subject to
+``estimate >= reference`` on every fitting text. The fitting texts are independent of the
+project's check set (``tests/data/tokens``), so ``python -m bench.tokens`` and the tests
+measure the estimate on texts it was not fitted on (numbers in ``bench/RESULTS.md``).
 
-* monotone over prefixes: ``count(t[:i]) <= count(t)``;
-* subadditive: ``count(a + b) <= count(a) + count(b)``.
-
-Every feature is a count of characters of a class, of maximal runs of a class, or of "excess"
-characters beyond the first ``k`` of a run. Character counts are additive and run counts can only
-drop when two texts are joined. An excess count can grow at the join, so its weight is bounded by
-the weight of its run count (``k * w_excess <= w_runs``): per run the cost ``f(l)`` then satisfies
-``f(l) / l`` non-increasing, which makes ``f`` subadditive. All weights are non-negative integers
-(thousandths of a token) and the sum is rounded up once, so the arithmetic is exact.
+Concatenation: a piece-based count is *not* exactly subadditive or monotone over prefixes (two
+texts joined can merge or re-split pieces at the join). Budgets never rely on it: every packer
+re-counts the whole rendered JSON and drops items until it fits. ``tests/test_tokens.py``
+bounds the drift at a join.
 """
 
 from __future__ import annotations
@@ -30,14 +27,17 @@ from __future__ import annotations
 from functools import cache
 from typing import Final, Literal, Protocol, runtime_checkable
 
+from chanctx.context import _pieces
+from chanctx.context._token_weights import WEIGHTS
+
 __all__ = [
-    "FAMILIES",
-    "FEATURES",
+    "CHAR_FEATURES",
     "EstimatingCounter",
     "Family",
     "TokenCounter",
     "default_counter",
     "family_for_model",
+    "feature_names",
     "features",
 ]
 
@@ -104,7 +104,7 @@ def _model_version(model: str) -> tuple[int, int] | None:
     return None
 
 
-# --- features ------------------------------------------------------------------------------------
+# --- features ---------------------------------------------------------------------------------
 
 
 def _table(member: bytes) -> bytes:
@@ -158,7 +158,7 @@ _T_CLASS: Final = _class_table()
 # it tokenizes like ASCII punctuation, far cheaper than the rest of the E2 block.
 _GENERAL_PUNCT: Final = (b"\xe2\x80", b"\xe2\x81")
 
-FEATURES: Final = (
+CHAR_FEATURES: Final = (
     "nonempty",  # 1 for any non-empty text (the per-text constant)
     "letters",  # ASCII letters
     "letter_runs",  # maximal runs of ASCII letters (words, roughly)
@@ -184,13 +184,10 @@ FEATURES: Final = (
     "cjk",  # lead E3-ED
     "private_fullwidth",  # lead EE-EF
     "astral",  # lead F0-F4
-)
-
-# Excess features and the run feature whose weight bounds theirs: (excess index, k, runs index).
-FAMILIES: Final = (
-    (FEATURES.index("letter_excess3"), 3, FEATURES.index("letter_runs")),
-    (FEATURES.index("upper_excess1"), 1, FEATURES.index("upper_runs")),
-    (FEATURES.index("space_excess1"), 1, FEATURES.index("space_runs")),
+    "space_beside_digit",  # numbers take no word marker: the spaces around them are tokens
+    "letter_beside_non_ascii",  # accented words split where the accent is
+    "space_before_punct",
+    "punct_after_letter",
 )
 
 
@@ -199,13 +196,10 @@ def _runs(mask: int) -> int:
     return (mask & ~(mask >> 8)).bit_count()
 
 
-def features(text: str) -> tuple[int, ...]:
-    """The feature vector of ``text``, in the order of ``FEATURES``.
-
-    Public for the benchmark, which fits the weights on exactly what the counter computes.
-    """
+def _char_features(text: str) -> tuple[int, ...]:
+    """Character-class counts of ``text``, in the order of ``CHAR_FEATURES``."""
     if not text:
-        return (0,) * len(FEATURES)
+        return (0,) * len(CHAR_FEATURES)
     # Lone surrogates are legal in a str; encode them rather than fail (they cost like CJK).
     data = text.encode("utf-8", "surrogatepass")
     big = int.from_bytes
@@ -219,6 +213,8 @@ def features(text: str) -> tuple[int, ...]:
     # Pure-ASCII text (most of it) skips the non-ASCII mask.
     non_ascii = 0 if data.isascii() else big(data.translate(_T_NON_ASCII), "big")
     long_letters = letter & (letter >> 8) & (letter >> 16) & (letter >> 24)
+    space_beside_digit = (space & (digit >> 8)) | (space & (digit << 8))
+    letter_beside_non_ascii = (letter & (non_ascii >> 8)) | (letter & (non_ascii << 8))
     return (
         1,
         letter.bit_count(),
@@ -245,93 +241,59 @@ def features(text: str) -> tuple[int, ...]:
         classes.count(b"e"),
         classes.count(b"f"),
         classes.count(b"g"),
+        space_beside_digit.bit_count(),
+        letter_beside_non_ascii.bit_count(),
+        (space & (punct >> 8)).bit_count(),
+        (punct & (letter >> 8)).bit_count(),
     )
 
 
-# --- weights -------------------------------------------------------------------------------------
+def feature_names() -> tuple[str, ...]:
+    """Names of ``features(text)``'s entries: the piece classes (``piece:<class>``), then
+    ``CHAR_FEATURES``."""
+    return (*(f"piece:{name}" for name in _pieces.classes()), *CHAR_FEATURES)
 
-# Thousandths of a token per feature, in the order of FEATURES. Obtained with
-# `python -m bench.tokens --fit`: a linear program over the 888 calibration texts minimising the
-# mean estimate/reference ratio subject to estimate >= 1.05 x reference for every text, the family
-# bounds above, and structural floors for classes the calibration set barely covers (see
-# bench/tokens.py). Rounded up to the thousandth.
-_WEIGHTS: Final[dict[Family, dict[str, int]]] = {
-    "claude_v3": {
-        "nonempty": 1000,
-        "letters": 119,
-        "letter_runs": 130,
-        "letter_excess3": 0,
-        "upper": 266,
-        "upper_runs": 1,
-        "upper_excess1": 1,
-        "title_starts": 0,
-        "digits": 500,
-        "digit_runs": 900,
-        "punct": 183,
-        "punct_runs": 1083,
-        "space": 205,
-        "space_runs": 385,
-        "space_excess1": 1,
-        "newlines": 957,
-        "non_ascii_runs": 1001,
-        "general_punct": 1,
-        "latin1": 2836,
-        "two_byte": 900,
-        "indic": 1300,
-        "symbols": 3020,
-        "cjk": 1450,
-        "private_fullwidth": 2440,
-        "astral": 3501,
-    },
-    "claude_v4_8": {
-        "nonempty": 1000,
-        "letters": 110,
-        "letter_runs": 849,
-        "letter_excess3": 283,
-        "upper": 143,
-        "upper_runs": 301,
-        "upper_excess1": 301,
-        "title_starts": 1,
-        "digits": 340,
-        "digit_runs": 900,
-        "punct": 436,
-        "punct_runs": 1185,
-        "space": 55,
-        "space_runs": 1,
-        "space_excess1": 1,
-        "newlines": 238,
-        "non_ascii_runs": 1001,
-        "general_punct": 1,
-        "latin1": 1601,
-        "two_byte": 900,
-        "indic": 1301,
-        "symbols": 2729,
-        "cjk": 1450,
-        "private_fullwidth": 4043,
-        "astral": 3370,
-    },
-}
+
+def features(text: str) -> tuple[int, ...]:
+    """The feature vector of ``text`` (``feature_names()`` order); the estimate is linear in it.
+
+    Public for the benchmark, which fits the weights on exactly what the counter computes.
+    """
+    of_piece = _pieces.piece_classes()
+    counts = [0] * len(_pieces.classes())
+    for token in _pieces.encoding().encode_ordinary(text):
+        counts[of_piece[token]] += 1
+    return (*counts, *_char_features(text))
 
 
 class EstimatingCounter:
-    """Offline upper-envelope token estimate for one tokenizer family. Stateless, thread-safe."""
+    """Offline token estimate for one tokenizer family. Stateless and thread-safe (tiktoken's
+    encoder is)."""
 
-    __slots__ = ("_weights", "family")
+    __slots__ = ("_char_weights", "_piece_weights", "family")
 
-    def __init__(self, family: Family, weights: tuple[int, ...] | None = None) -> None:
-        if family not in _WEIGHTS:
+    def __init__(self, family: Family, weights: dict[str, int] | None = None) -> None:
+        if family not in WEIGHTS:
             raise ValueError(f"unknown tokenizer family {family!r}")
         self.family: Family = family
-        chosen = tuple(_WEIGHTS[family][name] for name in FEATURES) if weights is None else weights
-        if len(chosen) != len(FEATURES) or min(chosen) < 0:
-            raise ValueError("weights: one non-negative integer per feature")
-        self._weights = chosen
+        chosen = WEIGHTS[family] if weights is None else weights
+        unknown = set(chosen) - set(feature_names())
+        if unknown or any(not isinstance(w, int) or w < 0 for w in chosen.values()):
+            raise ValueError(
+                f"weights: non-negative integers by feature name (unknown: {sorted(unknown)})"
+            )
+        # A weight per token id, so counting the pieces is a sum of look-ups.
+        by_class = [chosen.get(f"piece:{n}", 0) for n in _pieces.classes()]
+        self._piece_weights = [by_class[c] for c in _pieces.piece_classes()]
+        self._char_weights = tuple(chosen.get(n, 0) for n in CHAR_FEATURES)
 
     def count(self, text: str) -> int:
         if not text:
             return 0
-        total = sum(w * f for w, f in zip(self._weights, features(text), strict=True))
-        return -(-total // 1000)  # ceiling division, exact on integers
+        pieces = _pieces.encoding().encode_ordinary(text)
+        total = sum(map(self._piece_weights.__getitem__, pieces))
+        total += sum(w * f for w, f in zip(self._char_weights, _char_features(text), strict=True))
+        return max(1, -(-total // 1000))  # ceiling division, exact on integers
 
     def __repr__(self) -> str:
         return f"EstimatingCounter({self.family!r})"

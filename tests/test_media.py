@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from chanctx.bot.claude.request_rules import pdf_pages, problems
 from chanctx.bot.replay._loopback import LoopbackServer
 from chanctx.bot.replay.fake_slack import FILE_DOWNLOAD, FakeSlackAPI
 from chanctx.bot.slack.media import (
@@ -29,7 +30,9 @@ from chanctx.bot.slack.media import (
     MediaFetcher,
     placeholder,
     size_label,
+    split_pdf,
     to_content_block,
+    to_content_blocks,
 )
 from chanctx.cache import CachedMedia, MediaContentCache
 from chanctx.context import FileRef
@@ -543,12 +546,53 @@ def test_a_pdf_becomes_a_document_and_its_pages_are_counted(fake: FakeSlackAPI) 
     assert (media.kind, media.media_type, media.pages) == ("document", "application/pdf", 2)
 
 
-def test_a_pdf_over_100_pages_is_refused(other: Recorder) -> None:
+def test_a_pdf_over_100_pages_is_split_into_documents_with_a_note(other: Recorder) -> None:
     # Pages inside a compressed object stream: a byte scan counted none of them.
-    other.routes["/p"] = Route(body=pdf_bytes(101, compressed=True))
+    other.routes["/p"] = Route(body=pdf_bytes(250, compressed=True))
+    ref = FileRef(artifact_id="F1", media_type="application/pdf", download_url=other.url("/p"),
+                  filename="manual.pdf")  # fmt: skip
+    media = fetched(fetcher_for(other).fetch(ref))
+    assert (media.kind, media.pages) == ("document", 250)
+    assert [pdf_pages(part) for part in media.parts] == [100, 100, 50]
+    note, *documents = to_content_blocks(media)
+    assert note == {
+        "type": "text",
+        "text": "[file manual.pdf has 250 pages, more than the 100 Claude reads in one document: "
+        "it follows as 3 documents, pages 1-100, pages 101-200, pages 201-250]",
+    }
+    assert [d["type"] for d in documents] == ["document"] * 3
+    assert [base64.b64decode(d["source"]["data"]) for d in documents] == list(media.parts)
+    assert media.sent_length == sum(map(len, media.parts))
+    # The request the split produces passes every rule the fake Messages API enforces.
+    body = {"model": "claude-sonnet-5", "max_tokens": 100,
+            "messages": [{"role": "user", "content": [*to_content_blocks(media),
+                                                      {"type": "text", "text": "summarise"}]}]}  # fmt: skip
+    assert problems(body) == []
+
+
+def test_a_pdf_of_100_pages_is_one_document(other: Recorder) -> None:
+    other.routes["/p"] = Route(body=pdf_bytes(100, compressed=True))
+    ref = FileRef(artifact_id="F1", media_type="application/pdf", download_url=other.url("/p"))
+    media = fetched(fetcher_for(other).fetch(ref))
+    assert (media.pages, media.parts) == (100, ())
+    assert to_content_blocks(media) == [to_content_block(media)]
+
+
+def test_a_pdf_over_500_pages_is_refused(other: Recorder) -> None:
+    other.routes["/p"] = Route(body=pdf_bytes(501, compressed=True))
     ref = FileRef(artifact_id="F1", media_type="application/pdf", download_url=other.url("/p"))
     failure = failed(fetcher_for(other).fetch(ref))
-    assert failure.message == "the PDF has 101 pages; Claude reads at most 100"
+    assert failure.reason == "too_large"
+    assert failure.message == (
+        "the PDF has 501 pages; Claude reads at most 100 per document and chanctx splits a PDF "
+        "into at most 5 of them (500 pages)"
+    )
+
+
+def test_split_pdf_keeps_every_page_in_order() -> None:
+    parts = split_pdf(pdf_bytes(7), pages_per_part=3)
+    assert parts is not None and [pdf_pages(p) for p in parts] == [3, 3, 1]
+    assert split_pdf(b"%PDF-1.5 not really") is None
 
 
 def test_text_that_is_not_utf8_is_refused(other: Recorder) -> None:

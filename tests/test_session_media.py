@@ -12,7 +12,7 @@ from chanctx.bot.claude.session import SessionSettings
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.manifest_store import ATTACHMENT_MANIFEST, SessionStore, rebuild
 
-from .media_files import file_state, png, slack_file
+from .media_files import file_state, pdf_bytes, png, slack_file
 from .slack_events import STATE, envelope, mention_pair, message, ts
 
 GRAPH = png(64, 48, shade=10)
@@ -212,3 +212,24 @@ def test_a_long_text_file_is_cut_and_says_so() -> None:
     assert block["text"].startswith("x" * MAX_TEXT_CHARS)
     assert block["text"].endswith("[... the file goes on for 500 more characters]")
     assert _bounded({"type": "text", "text": "short"}) == {"type": "text", "text": "short"}
+
+
+def test_a_150_page_pdf_goes_as_two_documents_claude_accepts(tmp_path: Path) -> None:
+    manual = pdf_bytes(150, compressed=True)
+    world = state()
+    world["files"]["F4PDF"] = file_state("F4PDF", "runbook.pdf", manual, "application/pdf")
+    cassette = [tool_use("t1", media_artifact_id="F4PDF"), answer("The runbook says restart.")]
+    with OfflineBot(
+        world, claude=True, cassette=cassette, data_dir=tmp_path, start_time=START
+    ) as bot:
+        root = message(ts(1), "the runbook", subtype="file_share",
+                       files=[slack_file("F4PDF", "runbook.pdf", manual, "application/pdf")])  # fmt: skip
+        bot.dispatch(envelope(root))
+        ask(bot, 10, str(root["ts"]), "what does the runbook say?")
+        assert bot.anthropic is not None and bot.anthropic.rejected == []
+        body = json.dumps(last_body(bot))
+        assert body.count('"type": "document"') == 2
+        assert "runbook.pdf has 150 pages, more than the 100 Claude reads in one document: " \
+               "it follows as 2 documents, pages 1-100, pages 101-150" in body  # fmt: skip
+        errors = [c for r in bot.runtime.runner.results for c in r.tool_calls if c.is_error]
+        assert errors == []

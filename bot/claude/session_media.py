@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from chanctx.bot.slack.media import FetchedMedia, MediaFailure, placeholder, to_content_block
+from chanctx.bot.slack.media import FetchedMedia, MediaFailure, placeholder, to_content_blocks
 from chanctx.context import FileRef, Message
 from chanctx.manifest_store import AttachmentManifest, AttachmentRecord, reattach_preamble
 
@@ -94,8 +94,8 @@ class MediaAttacher:
                 out.blocks.append({"type": "text", "text": seen.reference()})
                 continue
             out.blocks.append(self._labelled(fetched))
-            out.blocks.append(_bounded(to_content_block(fetched)))
-            out.bytes_sent += fetched.byte_length
+            out.blocks.extend(_bounded(block) for block in to_content_blocks(fetched))
+            out.bytes_sent += fetched.sent_length
             out.vision_tokens += vision_tokens(fetched)
             manifest.add(
                 AttachmentRecord(
@@ -125,8 +125,8 @@ class MediaAttacher:
                 out.blocks.append(placeholder(located.ref, fetched))
                 continue
             out.blocks.append(self._labelled(fetched))
-            out.blocks.append(_bounded(to_content_block(fetched)))
-            out.bytes_sent += fetched.byte_length
+            out.blocks.extend(_bounded(block) for block in to_content_blocks(fetched))
+            out.bytes_sent += fetched.sent_length
             out.vision_tokens += vision_tokens(fetched)
         if out.blocks:
             out.blocks.insert(0, {"type": "text", "text": reattach_preamble(len(wanted))})

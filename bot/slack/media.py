@@ -39,7 +39,9 @@ What Claude accepts (Anthropic Messages API, checked against the vision and PDF-
   from Slack's label, because the API rejects an image whose bytes disagree with its
   media_type.
 * PDF: ``document`` blocks, 32 MB per request and 100 pages, counted with pypdf (pages inside
-  compressed object streams included); a longer PDF is refused with a note saying so.
+  compressed object streams included); a longer PDF is split by pypdf into documents of 100
+  pages (at most ``PDF_MAX_PARTS`` of them), announced by a note naming the split; a PDF longer
+  than that, or one pypdf cannot split, is refused with a note saying so.
 * images Pillow can read are scaled down to 1,568 px on the long side when larger (the size
   Anthropic recommends; the API would scale them itself), and re-encoded until their base64 fits
   5 MB: never refused for their size. That also keeps them under 2,000 px for requests with
@@ -52,6 +54,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import io
 import ipaddress
 import logging
 import re
@@ -84,6 +87,7 @@ __all__ = [
     "MAX_IMAGE_SIDE",
     "MAX_REDIRECTS",
     "PDF_MAX_PAGES",
+    "PDF_MAX_PARTS",
     "SLACK_FILE_HOSTS",
     "TEXT_TYPES",
     "FailureReason",
@@ -94,7 +98,9 @@ __all__ = [
     "image_tokens",
     "placeholder",
     "size_label",
+    "split_pdf",
     "to_content_block",
+    "to_content_blocks",
 ]
 
 logger = logging.getLogger("chanctx.media")
@@ -107,6 +113,9 @@ API_IMAGE_MAX_BASE64_BYTES: Final = 5 * 1024 * 1024  # the API measures the base
 MAX_IMAGE_SIDE: Final = 8000
 PDF_MAX_BYTES: Final = 32 * 1024 * 1024  # the whole request's limit: a PDF can be no larger
 PDF_MAX_PAGES: Final = 100
+# A longer PDF goes as documents of 100 pages each, up to this many (500 pages, ~0.75-1.5M
+# tokens at Anthropic's 1,500-3,000 a page: already more than one request can hold).
+PDF_MAX_PARTS: Final = 5
 MAX_REDIRECTS: Final = 3
 _CHUNK: Final = 64 * 1024
 _USER_AGENT: Final = "chanctx-media/0.1"
@@ -185,10 +194,17 @@ class FetchedMedia:
     width: int | None = None  # images only, when the header could be read
     height: int | None = None
     pages: int | None = None  # PDFs only, best effort
+    # A PDF over PDF_MAX_PAGES: its parts, each a whole PDF of at most 100 pages, in page order.
+    parts: tuple[bytes, ...] = field(default=(), repr=False)
 
     @property
     def byte_length(self) -> int:
         return len(self.content)
+
+    @property
+    def sent_length(self) -> int:
+        """Bytes its content blocks carry (a split PDF's parts may add up to more)."""
+        return sum(map(len, self.parts)) if self.parts else len(self.content)
 
     @property
     def display_name(self) -> str:
@@ -233,6 +249,56 @@ def to_content_block(fetched: FetchedMedia) -> dict[str, Any]:
         "type": kind,
         "source": {"type": "base64", "media_type": fetched.media_type, "data": data},
     }
+
+
+def to_content_blocks(fetched: FetchedMedia) -> list[dict[str, Any]]:
+    """The content blocks for ``fetched``: one, or for a split PDF a note naming the split and
+    then one ``document`` block per part."""
+    if not fetched.parts:
+        return [to_content_block(fetched)]
+    ranges, first = [], 1
+    for part in fetched.parts:
+        last = first + (pdf_pages(part) or PDF_MAX_PAGES) - 1
+        ranges.append(f"pages {first}-{last}")
+        first = last + 1
+    note = (
+        f"[file {fetched.display_name} has {fetched.pages} pages, more than the "
+        f"{PDF_MAX_PAGES} Claude reads in one document: it follows as {len(fetched.parts)} "
+        f"documents, {', '.join(ranges)}]"
+    )
+    return [{"type": "text", "text": note}] + [
+        {
+            "type": "document",
+            "source": {
+                "type": "base64",
+                "media_type": PDF_TYPE,
+                "data": base64.b64encode(part).decode("ascii"),
+            },
+        }
+        for part in fetched.parts
+    ]
+
+
+def split_pdf(data: bytes, pages_per_part: int = PDF_MAX_PAGES) -> list[bytes] | None:
+    """``data`` cut by pypdf into whole PDFs of at most ``pages_per_part`` pages each, in page
+    order; None when pypdf cannot read or write it."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        total = len(reader.pages)
+        parts = []
+        for start in range(0, total, pages_per_part):
+            writer = PdfWriter()
+            for number in range(start, min(start + pages_per_part, total)):
+                writer.add_page(reader.pages[number])
+            out = io.BytesIO()
+            writer.write(out)
+            parts.append(out.getvalue())
+    except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError):
+        return None
+    return parts
 
 
 def placeholder(ref: FileRef, failure: MediaFailure | str) -> dict[str, Any]:
@@ -647,11 +713,17 @@ class MediaFetcher:
             if not content.lstrip()[:5] == b"%PDF-":
                 raise _Failed("bad_content", "its bytes are not a PDF")
             pages = pdf_pages(content) or 0  # pypdf: object streams counted too
-            if pages > PDF_MAX_PAGES:
-                raise _Failed(
-                    "too_large", f"the PDF has {pages} pages; Claude reads at most {PDF_MAX_PAGES}"
-                )
-            return FetchedMedia(ref, PDF_TYPE, kind, content, from_cache, pages=pages or None)
+            if pages <= PDF_MAX_PAGES:
+                return FetchedMedia(ref, PDF_TYPE, kind, content, from_cache, pages=pages or None)
+            return FetchedMedia(
+                ref,
+                PDF_TYPE,
+                kind,
+                content,
+                from_cache,
+                pages=pages,
+                parts=_pdf_parts(pages, content),
+            )
         try:
             content.decode("utf-8-sig")
         except UnicodeDecodeError:
@@ -665,6 +737,29 @@ class MediaFetcher:
             message = message.replace(self._token, "<token>")
         logger.info("file %s not attached (%s): %s", ref.artifact_id, reason, message)
         return MediaFailure(ref, reason, message, retryable)
+
+
+def _pdf_parts(pages: int, content: bytes) -> tuple[bytes, ...]:
+    """A PDF over the page limit as documents Claude accepts, or the refusal that says why not."""
+    most = PDF_MAX_PAGES * PDF_MAX_PARTS
+    if pages > most:
+        raise _Failed(
+            "too_large",
+            f"the PDF has {pages} pages; Claude reads at most {PDF_MAX_PAGES} per document and "
+            f"chanctx splits a PDF into at most {PDF_MAX_PARTS} of them ({most} pages)",
+        )
+    parts = split_pdf(content)
+    if not parts or sum(pdf_pages(p) or 0 for p in parts) != pages:
+        raise _Failed(
+            "too_large",
+            f"the PDF has {pages} pages, Claude reads at most {PDF_MAX_PAGES}, and it could "
+            "not be split into parts",
+        )
+    if any(len(p) > PDF_MAX_BYTES for p in parts):
+        raise _Failed(
+            "too_large", f"a part of the split PDF is larger than {size_label(PDF_MAX_BYTES)}"
+        )
+    return tuple(parts)
 
 
 _LOGIN_PAGE: Final = "Slack returned its login page: the bot needs the files:read scope"
