@@ -52,6 +52,9 @@ class Message(BaseModel):
     is_bot: bool = False
     # True for messages our own bot posted: the assistant side of the conversation.
     is_self: bool = False
+    # True for a message that mentions our bot: a question asked of it. With is_self, what
+    # search ranks after people's messages (earlier questions and answers crowd out the rest).
+    mentions_self: bool = False
     bot_id: str | None = None
     text: str = ""
     subtype: str | None = None

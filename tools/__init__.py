@@ -17,15 +17,15 @@ from chanctx.tools._env import ToolResult
 from chanctx.tools._indexed import IndexedHistory, SearchScope, synced_index
 from chanctx.tools._inputs import ChannelContextInput, ChannelMessagesInput
 from chanctx.tools._outputs import (
+    HELD,
     ChannelContextOutput,
-    ContextResult,
-    Coverage,
+    ContextRow,
     FetchedMessage,
     MediaInfo,
     MediaOutput,
     MessagesOutput,
     ThreadOutput,
-    ThreadSummary,
+    read_context_output,
 )
 from chanctx.tools._query import BLOCK_TYPES, FORMATS, QueryChunk, QueryResult, query_channel
 from chanctx.tools._search import Ranking
@@ -38,14 +38,14 @@ __all__ = [
     "CHANNEL_MESSAGES",
     "DEFAULT_OUTPUT_BUDGET",
     "FORMATS",
+    "HELD",
     "MIN_OUTPUT_BUDGET",
     "ChannelContextInput",
     "ChannelContextOutput",
     "ChannelMessagesInput",
     "ChannelTools",
     "ChannelView",
-    "ContextResult",
-    "Coverage",
+    "ContextRow",
     "FetchedMessage",
     "HistoryView",
     "IndexedHistory",
@@ -59,8 +59,8 @@ __all__ = [
     "SearchableView",
     "ThreadLookup",
     "ThreadOutput",
-    "ThreadSummary",
     "ToolResult",
     "query_channel",
+    "read_context_output",
     "synced_index",
 ]

@@ -85,6 +85,8 @@ def _same_document(old: Message, new: Message) -> bool:
         and old.author_name == new.author_name
         and old.is_reply == new.is_reply
         and old.root_ts == new.root_ts
+        and old.is_self == new.is_self
+        and old.mentions_self == new.mentions_self
     )
 
 
@@ -181,6 +183,8 @@ class Rows:
         self.root: Ints32 = np.full(size, _NONE, dtype=np.int32)  # a reply's root's slot
         self.author: Ints32 = np.full(size, _NONE, dtype=np.int32)  # author code
         self.cause: Bools = np.zeros(size, dtype=np.bool_)  # states a cause
+        # the bot's own message, or a question to it (a mention): ranked after people's
+        self.exchange: Bools = np.zeros(size, dtype=np.bool_)
         self.prev: Ints32 = np.full(size, _NONE, dtype=np.int32)  # in its conversation
         self.next: Ints32 = np.full(size, _NONE, dtype=np.int32)
         self.live: Bools = np.zeros(size, dtype=np.bool_)
@@ -200,6 +204,7 @@ class Rows:
         self.root = _grown(self.root, used, size, _NONE)
         self.author = _grown(self.author, used, size, _NONE)
         self.cause = _grown(self.cause, used, size, False)
+        self.exchange = _grown(self.exchange, used, size, False)
         self.prev = _grown(self.prev, used, size, _NONE)
         self.next = _grown(self.next, used, size, _NONE)
         self.live = _grown(self.live, used, size, False)
@@ -207,6 +212,7 @@ class Rows:
 
     def clear(self, slot: int) -> None:
         self.ts[slot], self.key[slot], self.cause[slot] = 0, 0, False
+        self.exchange[slot] = False
         self.tid[slot] = self.author[slot] = self.prev[slot] = self.next[slot] = _NONE
         self.root[slot] = _NONE
         self.live[slot] = False
@@ -426,6 +432,7 @@ class ChannelIndex:
         rows.key[slot] = key
         rows.author[slot] = self._author_code(message)
         rows.cause[slot] = bool(STATES_CAUSE.search(text.casefold()))
+        rows.exchange[slot] = message.is_self or message.mentions_self
         rows.live[slot] = True
         self._order.insert(key)
         self._link(slot, key, message)

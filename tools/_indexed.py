@@ -31,12 +31,14 @@ class SearchScope:
     """A channel's index as a view serves it to ``channel_context``.
 
     ``hidden``: ts left out of search (the question being answered is already in the reader's
-    context). ``messages``: for an index that is not fed by writes, where to sync it from
-    before each search.
+    context). ``held``: ts the reader already holds in full (the attached thread and
+    snapshot): still ranked, but answered by ts only. ``messages``: for an index that is not
+    fed by writes, where to sync it from before each search.
     """
 
     index: ChannelIndex
     hidden: frozenset[str] = frozenset()
+    held: frozenset[str] = frozenset()
     messages: Callable[[], Sequence[Message]] | None = None
 
 

@@ -20,6 +20,9 @@ message is
   + 0.25 * recency   (halves every 3 days since the last activity in its thread)
   + 0.15 * activity  (log of its thread's reply count, relative to the busiest thread)
 
+and the bot's own messages and the questions asked of it (mentions) come after every other
+candidate, in score order among themselves.
+
 BM25 is Okapi BM25 (k1 = 1.2, b = 0.4: chat messages are short and their length says little
 about their topic, so length is normalised only mildly) over Porter-stemmed terms of the text,
 the author's name and file titles; its scores equal rank_bm25.BM25Okapi's on the same corpus.
@@ -61,6 +64,7 @@ __all__ = ["ORIGINAL", "Hit", "Ranking", "Search", "periods", "search"]
 
 _ASKS_WHY = re.compile(r"\b(why|cause[ds]?|reason|root cause|went wrong|what happened)\b")
 LIVE_THREAD = 86_400.0  # a reply within a day of "now" makes a thread "recent_activity"
+_EXCHANGE = 1e6  # below any score a person's message can have
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -373,7 +377,10 @@ def search(
     )
     # Rounded scores make the order independent of float summation order; ties go to the newer.
     rounded = np.round(total, 9)
-    chosen = _choose(index, candidates, rounded, rows.key[candidates], limit, per_thread)
+    # The bot's own earlier answers and the questions asked of it come after every message
+    # of people: they repeat the words of the question without answering it.
+    order_by = np.where(rows.exchange[candidates], rounded - _EXCHANGE, rounded)
+    chosen = _choose(index, candidates, order_by, rows.key[candidates], limit, per_thread)
 
     hits: list[Hit] = []
     for position in chosen:
