@@ -258,7 +258,6 @@ class ChannelIndex:
         self._messages: list[Message | None] = []
         self._free: list[int] = []
         self.rows = Rows()
-        self._order = SortedKeys()  # keys of every indexed message
         self._streams: dict[int, SortedKeys] = {}  # stream -> its keys
 
         self._authors: dict[tuple[str, str | None], int] = {}
@@ -290,24 +289,24 @@ class ChannelIndex:
     def window(self, since: float | None, hidden: Iterable[str] = ()) -> tuple[int, int, int]:
         """(count, oldest slot, newest slot) of the messages with float(ts) >= ``since``.
 
-        ``hidden`` ts are left out. (0, -1, -1) when there are none.
+        ``hidden`` ts are left out. (0, -1, -1) when there are none. One vectorised pass over
+        the columns (no sorted list of keys is kept: at a million messages it would cost more
+        memory than it saves time).
         """
-        order = self._order
-        start = 0
-        if since is not None:  # float(ts) is monotone in the key: bisect on it
-            ts, slot_of = self.rows.ts, self._slot_of
-            start = order.bisect(since, key=lambda key: float(ts[slot_of[key]]))
-        skip = set()
-        for key in map(ts_key, hidden):
-            position = order.bisect(key)
-            if position >= start and position < len(order) and order[position] == key:
-                skip.add(position)
-        count = len(order) - start - len(skip)
-        if count <= 0:
+        capacity = self.capacity
+        rows = self.rows
+        mask = rows.live[:capacity].copy()
+        if since is not None:
+            mask &= rows.ts[:capacity] >= since
+        for ts in hidden:
+            slot = self.slot(ts)
+            if slot is not None:
+                mask[slot] = False
+        chosen = np.flatnonzero(mask)
+        if not len(chosen):
             return 0, -1, -1
-        oldest = next(i for i in range(start, len(order)) if i not in skip)
-        newest = next(i for i in range(len(order) - 1, start - 1, -1) if i not in skip)
-        return count, self._slot_of[order[oldest]], self._slot_of[order[newest]]
+        keys = rows.key[chosen]
+        return len(chosen), int(chosen[np.argmin(keys)]), int(chosen[np.argmax(keys)])
 
     def author_messages(self) -> list[Message]:
         """One message per author code (index = code), to resolve authors' names."""
@@ -434,7 +433,6 @@ class ChannelIndex:
         rows.cause[slot] = bool(STATES_CAUSE.search(text.casefold()))
         rows.exchange[slot] = message.is_self or message.mentions_self
         rows.live[slot] = True
-        self._order.insert(key)
         self._link(slot, key, message)
         self._join_thread(slot, key, message)
 
@@ -465,7 +463,6 @@ class ChannelIndex:
         self.bm25.remove(slot)
         self._unlink(slot, key, message)
         self._leave_thread(slot, key, message)
-        self._order.remove(key)
         del self._slot_of[key]
         if self._ids is not None:
             self._ids.pop(id(message), None)
