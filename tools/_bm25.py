@@ -83,7 +83,7 @@ class BM25Index:
         if slot in self:
             raise ValueError(f"slot {slot} already holds a document")
         if slot >= len(self._lengths):
-            self._grow(max(slot + 1, 2 * len(self._lengths)))
+            self._grow(max(slot + 1, len(self._lengths) + len(self._lengths) // 4 + 16))
         counts: dict[str, int] = {}
         for token in tokens:
             counts[token] = counts.get(token, 0) + 1

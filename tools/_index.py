@@ -197,7 +197,9 @@ class Rows:
     def ensure(self, slot: int) -> None:
         if slot < self.capacity:
             return
-        size = max(slot + 1, 2 * self.capacity) + 1
+        # Grown by a quarter, not doubled: a full channel would otherwise carry up to a spare
+        # column of everything (a million messages: tens of MB).
+        size = max(slot + 1, self.capacity + self.capacity // 4 + 16) + 1
         used = self.capacity
         self.ts, self.key = _grown(self.ts, used, size, 0), _grown(self.key, used, size, 0)
         self.tid = _grown(self.tid, used, size, _NONE)
@@ -362,7 +364,7 @@ class ChannelIndex:
             if message is None or message.deleted or message.channel != self.channel:
                 self._remove_key(key)
             else:
-                self.upsert(message, names)
+                self.upsert(message, names, key=key)
         return len(pending)
 
     def sync(self, messages: Sequence[Message], names: Names) -> None:
@@ -393,11 +395,15 @@ class ChannelIndex:
                 self._remove_key(key)
         self._synced = listed
 
-    def upsert(self, message: Message, names: Names) -> None:
-        """Index ``message`` (a live message of this channel), replacing its older version."""
+    def upsert(self, message: Message, names: Names, *, key: int | None = None) -> None:
+        """Index ``message`` (a live message of this channel), replacing its older version.
+
+        ``key``: its ts key, when the caller has it (the same int object is then kept by every
+        structure that names the message: one int per message, not one per structure).
+        """
         if message.channel != self.channel or message.deleted:
             raise ValueError("only this channel's live messages can be indexed")
-        key = ts_key(message.ts)
+        key = ts_key(message.ts) if key is None else key
         slot = self._slot_of.get(key)
         if slot is not None:
             old = self.message(slot)

@@ -152,7 +152,7 @@ class IndexedHistory(ChannelHistory):
                 self._forget_evicted_channels()
         stored = self._stored[channel]
         for ts in touched:
-            key = ts_key(ts)
+            key = self._stored_key(channel, ts) or ts_key(ts)
             current = self.get(channel, ts)
             if current is None:
                 stored.remove(key)
