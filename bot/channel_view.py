@@ -20,6 +20,7 @@ class EngineView:
         channel: str,
         *,
         hidden: Collection[str] = (),
+        held: Collection[str] = (),
         fetch_budget: int | None = None,
     ) -> None:
         self._engine = engine
@@ -31,6 +32,9 @@ class EngineView:
         # Left out of search (the question being answered is already in the context), but
         # still fetchable by id.
         self._hidden = frozenset(hidden)
+        # Held in full by the reader (the attached thread and snapshot): search names them by
+        # ts instead of repeating them.
+        self._held = frozenset(held)
 
     def messages(self) -> Sequence[Message]:
         found = self._engine.channel_messages(self.channel)
@@ -63,9 +67,12 @@ class EngineView:
         history = self._engine.history
         if isinstance(history, IndexedHistory):
             self._engine.warm_channel(self.channel)  # as messages() does; once per channel
-            return SearchScope(history.search_index(self.channel), hidden=self._hidden)
+            return SearchScope(
+                history.search_index(self.channel), hidden=self._hidden, held=self._held
+            )
         return SearchScope(
             synced_index(history, self.channel),
             hidden=self._hidden,
+            held=self._held,
             messages=lambda: self._engine.channel_messages(self.channel),
         )

@@ -575,6 +575,16 @@ class ChannelHistory:
         """Messages of ``channel`` (not the one being written) were evicted by the byte bound,
         or the whole channel was. A hook for subclasses that mirror the history."""
 
+    def _stored_key(self, channel: str, ts: str) -> int | None:
+        """The int key the history holds for ``ts`` (that very object, so that a structure
+        mirroring the history can share it instead of holding an equal int of its own)."""
+        ch = self._channels.get(channel)
+        if ch is None:
+            return None
+        key = ts_key(ts)
+        index = bisect_left(ch.keys, key, ch.head)
+        return ch.keys[index] if index < len(ch.keys) and ch.keys[index] == key else None
+
     def _lookup(self, channel: str, ts: str) -> tuple[_Channel | None, int, Message | None]:
         key = ts_key(ts)
         ch = self._channel(channel)

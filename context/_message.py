@@ -3,12 +3,35 @@
 ``bot/`` turns a Slack event into a :class:`Message`; ``cache/`` stores it; the builders in
 ``context/`` turn messages into the wire models Claude reads. Nothing here knows Slack's
 payload shapes, so a Discord or Telegram adapter can produce the same objects.
+
+A Message is a slotted, frozen object rather than a pydantic model: the history keeps up to a
+million of them (200 channels x 5,000), and a model instance (its ``__dict__`` and field set)
+cost about 770 bytes beside its text where this costs 200. It is validated by pydantic all the
+same (one ``TypeAdapter`` of its fields, so a bad ts or a negative count is refused with a
+``ValidationError`` naming the field) and keeps the pydantic methods its callers use:
+``model_validate``, ``model_copy``, ``model_dump``, ``model_dump_json``; it can also be a
+field of a pydantic model. Ids repeated on every message (channel, user, bot) are interned, so
+a million messages share a few hundred id strings.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Final, Required
+
 from chanctx.context._time import validate_ts
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    TypeAdapter,
+    with_config,
+)
+from pydantic_core import core_schema
+from typing_extensions import TypedDict
 
 __all__ = ["FileRef", "Message", "Reaction"]
 
@@ -35,45 +58,260 @@ class Reaction(BaseModel):
     users: tuple[str, ...] = ()
 
 
-class Message(BaseModel):
+Ts = Annotated[str, AfterValidator(validate_ts)]
+
+
+@with_config(ConfigDict(extra="ignore", title="Message"))
+class MessageFields(TypedDict, total=False):
+    """What a Message holds, for pydantic to validate (defaults are :data:`_DEFAULTS`)."""
+
+    channel: Required[str]
+    ts: Required[Ts]
+    thread_ts: Ts | None
+    user_id: str
+    author_name: str | None
+    is_bot: bool
+    is_self: bool
+    mentions_self: bool
+    bot_id: str | None
+    text: str
+    subtype: str | None
+    files: tuple[FileRef, ...]
+    reactions: tuple[Reaction, ...]
+    reply_count: Annotated[int, Field(ge=0)]
+    reply_users: tuple[str, ...]
+    latest_reply: Ts | None
+    edited_ts: Ts | None
+    deleted: bool
+    is_broadcast: bool
+
+
+_ADAPTER: Final = TypeAdapter(MessageFields)
+_DEFAULTS: Final[dict[str, Any]] = {
+    "thread_ts": None,
+    "user_id": "",
+    "author_name": None,
+    "is_bot": False,
+    "is_self": False,
+    "mentions_self": False,
+    "bot_id": None,
+    "text": "",
+    "subtype": None,
+    "files": (),
+    "reactions": (),
+    "reply_count": 0,
+    "reply_users": (),
+    "latest_reply": None,
+    "edited_ts": None,
+    "deleted": False,
+    "is_broadcast": False,
+}
+_FIELDS: Final = ("channel", "ts", *_DEFAULTS)
+_INTERNED: Final = ("channel", "user_id", "bot_id")
+# Stored in a slot of their own: what nearly every message sets.
+_MAIN: Final = ("channel", "ts", "thread_ts", "user_id", "text", "reply_count")
+# Stored as one bit each of ``_flags``.
+_FLAGS: Final = ("is_bot", "is_self", "mentions_self", "deleted", "is_broadcast")
+# Stored in ``_more``, a tuple, only when one of them is set (most chat messages set none).
+_MORE: Final = (
+    "author_name",
+    "bot_id",
+    "subtype",
+    "files",
+    "reactions",
+    "reply_users",
+    "latest_reply",
+    "edited_ts",
+)
+_MORE_DEFAULTS: Final = tuple(_DEFAULTS[name] for name in _MORE)
+_MORE_AT: Final = {name: index for index, name in enumerate(_MORE)}
+_BIT: Final = {name: 1 << index for index, name in enumerate(_FLAGS)}
+
+
+def _interned(values: dict[str, Any]) -> dict[str, Any]:
+    for name in _INTERNED:
+        value = values.get(name)
+        if type(value) is str:
+            values[name] = sys.intern(value)
+    return values
+
+
+def _fill(message: Message, values: Mapping[str, Any]) -> None:
+    """Set every field of ``message`` from ``values`` (a full set of fields)."""
+    setter = object.__setattr__
+    for name in _MAIN:
+        setter(message, name, values[name])
+    flags = 0
+    for name in _FLAGS:
+        if values[name]:
+            flags |= _BIT[name]
+    setter(message, "_flags", flags)
+    more = tuple(values[name] for name in _MORE)
+    setter(message, "_more", None if more == _MORE_DEFAULTS else more)
+
+
+class Message:
     """One channel message or thread reply.
 
     ``ts`` is the message id (unique within a channel). ``thread_ts`` is the root's ts for a
     reply, and equals ``ts`` for a root that has replies; it is None for a plain channel message.
+    ``is_self``: our own bot posted it (the assistant side of the conversation).
+    ``mentions_self``: it mentions our bot (a question asked of it); with ``is_self``, what
+    search ranks after people's messages. ``is_broadcast``: a thread reply also sent to the
+    channel ("Also send to #channel").
+
+    Eight slots, not nineteen: the flags share an int and the fields most messages leave at
+    their defaults (files, reactions, edits, bot names...) share one tuple, absent when unset.
     """
 
-    model_config = ConfigDict(frozen=True)
+    __slots__ = (*_MAIN, "_flags", "_more")
+    model_fields: ClassVar[dict[str, Any]] = dict.fromkeys(_FIELDS)
 
     channel: str
     ts: str
-    thread_ts: str | None = None
-    user_id: str = ""
-    author_name: str | None = None
-    is_bot: bool = False
-    # True for messages our own bot posted: the assistant side of the conversation.
-    is_self: bool = False
-    bot_id: str | None = None
-    text: str = ""
-    subtype: str | None = None
-    files: tuple[FileRef, ...] = ()
-    reactions: tuple[Reaction, ...] = ()
-    reply_count: int = Field(default=0, ge=0)
-    reply_users: tuple[str, ...] = ()
-    latest_reply: str | None = None
-    edited_ts: str | None = None
-    deleted: bool = False
-    # A thread reply also sent to the channel ("Also send to #channel").
-    is_broadcast: bool = False
+    thread_ts: str | None
+    user_id: str
+    text: str
+    reply_count: int
+    _flags: int
+    _more: tuple[Any, ...] | None
 
-    @field_validator("ts")
-    @classmethod
-    def _check_ts(cls, value: str) -> str:
-        return validate_ts(value)
+    # The flags (bit i of _flags is _FLAGS[i]) and the rarely set fields (_MORE order).
+    @property
+    def is_bot(self) -> bool:
+        return bool(self._flags & 1)
 
-    @field_validator("thread_ts", "latest_reply", "edited_ts")
+    @property
+    def is_self(self) -> bool:
+        return bool(self._flags & 2)
+
+    @property
+    def mentions_self(self) -> bool:
+        return bool(self._flags & 4)
+
+    @property
+    def deleted(self) -> bool:
+        return bool(self._flags & 8)
+
+    @property
+    def is_broadcast(self) -> bool:
+        return bool(self._flags & 16)
+
+    @property
+    def author_name(self) -> str | None:
+        return _MORE_DEFAULTS[0] if self._more is None else self._more[0]  # type: ignore[no-any-return]
+
+    @property
+    def bot_id(self) -> str | None:
+        return _MORE_DEFAULTS[1] if self._more is None else self._more[1]  # type: ignore[no-any-return]
+
+    @property
+    def subtype(self) -> str | None:
+        return _MORE_DEFAULTS[2] if self._more is None else self._more[2]  # type: ignore[no-any-return]
+
+    @property
+    def files(self) -> tuple[FileRef, ...]:
+        return _MORE_DEFAULTS[3] if self._more is None else self._more[3]  # type: ignore[no-any-return]
+
+    @property
+    def reactions(self) -> tuple[Reaction, ...]:
+        return _MORE_DEFAULTS[4] if self._more is None else self._more[4]  # type: ignore[no-any-return]
+
+    @property
+    def reply_users(self) -> tuple[str, ...]:
+        return _MORE_DEFAULTS[5] if self._more is None else self._more[5]  # type: ignore[no-any-return]
+
+    @property
+    def latest_reply(self) -> str | None:
+        return _MORE_DEFAULTS[6] if self._more is None else self._more[6]  # type: ignore[no-any-return]
+
+    @property
+    def edited_ts(self) -> str | None:
+        return _MORE_DEFAULTS[7] if self._more is None else self._more[7]  # type: ignore[no-any-return]
+
+    def __init__(self, **data: Any) -> None:
+        values = _interned({**_DEFAULTS, **_ADAPTER.validate_python(data)})
+        _fill(self, values)
+
+    # -- pydantic's methods, as callers use them ----------------------------------------------
+
     @classmethod
-    def _check_optional_ts(cls, value: str | None) -> str | None:
-        return None if value is None else validate_ts(value)
+    def model_validate(cls, obj: Any) -> Message:
+        if isinstance(obj, Message):
+            return obj
+        if not isinstance(obj, Mapping):
+            # The same error pydantic gives a model for a non-mapping input.
+            _ADAPTER.validate_python(obj)
+        return cls(**obj)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Message:
+        """A copy with ``update`` applied, not validated (as pydantic's ``model_copy``)."""
+        values = self._fields()
+        for name, value in (update or {}).items():
+            if name not in values:
+                raise AttributeError(f"Message has no field {name!r}")
+            values[name] = value
+        copy = object.__new__(Message)
+        _fill(copy, values)
+        return copy
+
+    def _fields(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _FIELDS}
+
+    def model_dump(self, *, mode: str = "python", **options: Any) -> dict[str, Any]:
+        fields = self._fields()
+        dumped: dict[str, Any] = _ADAPTER.dump_python(fields, mode=mode, **options)  # type: ignore[arg-type]
+        return dumped
+
+    def model_dump_json(self, **options: Any) -> str:
+        fields = self._fields()
+        return _ADAPTER.dump_json(fields, **options).decode()  # type: ignore[arg-type]
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        """As a field of a pydantic model: validated from a mapping, dumped as one."""
+        return core_schema.no_info_plain_validator_function(
+            cls.model_validate,
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                lambda message, info: message.model_dump(mode=info.mode), info_arg=True
+            ),
+        )
+
+    # -- a frozen value -----------------------------------------------------------------------
+
+    def _values(self) -> tuple[Any, ...]:
+        return (*(getattr(self, name) for name in _MAIN), self._flags, self._more)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Message is frozen: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Message is frozen: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if not isinstance(other, Message):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{name}={getattr(self, name)!r}"
+            for name in _FIELDS
+            if name in ("channel", "ts") or getattr(self, name) != _DEFAULTS.get(name)
+        )
+        return f"Message({shown})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (self._values(),))
+
+    # -- derived ----------------------------------------------------------------------------
 
     @property
     def is_reply(self) -> bool:
@@ -89,3 +327,10 @@ class Message(BaseModel):
     def root_ts(self) -> str:
         """The thread this message belongs to, or its own ts if it starts (or could start) one."""
         return self.thread_ts or self.ts
+
+
+def _rebuild(values: tuple[Any, ...]) -> Message:
+    message = object.__new__(Message)
+    for name, value in zip(Message.__slots__, values, strict=True):
+        object.__setattr__(message, name, value)
+    return message

@@ -28,9 +28,10 @@ from chanctx.manifest_store._blocks import (
 __all__ = ["MAX_DIGEST_TOKENS", "MIN_DIGEST_TOKENS", "build_digest", "content_tokens", "item_text"]
 
 MAX_DIGEST_TOKENS: Final = 1_500
-# A floor so a small compaction still gets its marker and a line or two; compaction triggers at
-# 80% of a window of 100k+ tokens, where a tenth of what is replaced is far above this.
-MIN_DIGEST_TOKENS: Final = 64
+# A floor so a small compaction still keeps its newest turn's line (a question, the tools, the
+# answer's first sentence: 60-120 tokens), not just "omitted"; compaction triggers at 80% of a
+# window of 100k+ tokens, where a tenth of what is replaced is far above this.
+MIN_DIGEST_TOKENS: Final = 160
 _QUOTE_CHARS: Final = 160
 _SUMMARY_CHARS: Final = 600
 

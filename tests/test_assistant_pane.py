@@ -15,6 +15,7 @@ import pytest
 from chanctx.bot.replay.fixture import load_fixture
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.slack.assistant_threads import AssistantThreads
+from chanctx.tools import read_context_output
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "assistant_pane"
 PAYMENTS, DEPLOYS, KIM_DM = "C0PAYMENTS", "C0DEPLOYS1", "D0KIMDM001"
@@ -56,7 +57,11 @@ def test_a_member_is_answered_from_the_viewed_channel(bot: OfflineBot) -> None:
     assert sam.turn.viewed_channel == PAYMENTS and sam.error is None
     assert sam.context.snapshot.channel.id == PAYMENTS
     (search,) = sam.tool_calls
-    assert "310 after the batch rerun" in search.output  # the tool searched #payments
+    # The tool searched #payments; its matches are in the #payments snapshot Claude was given,
+    # so they are named by ts, not repeated.
+    rows = read_context_output(search.output)
+    assert rows and all(row["held"] for row in rows)
+    assert {row["ts"] for row in rows} <= {a.message_id for a in sam.context.snapshot.adjacent}
     assert "310 after the batch rerun" in sam.reply
     titles = calls(bot, "assistant.threads.setTitle")
     assert titles[0]["title"] == "How big is the refunds backlog now?"

@@ -103,6 +103,13 @@ def test_our_own_messages_are_the_assistants_and_other_bots_are_bots() -> None:
     assert theirs.message.author_name == "ci"
 
 
+def test_a_message_that_mentions_the_bot_is_marked_as_a_question_to_it() -> None:
+    asked = intake({"type": "message", **BASE, "text": "<@U0BOT> why is CI red?"}, ME)
+    other = intake({"type": "message", **BASE, "text": "<@U0BOTX> <@U7> why is CI red?"}, ME)
+    assert isinstance(asked, Record) and asked.message.mentions_self
+    assert isinstance(other, Record) and not other.message.mentions_self
+
+
 def test_app_mention_only_fills_a_gap() -> None:
     action = intake({"type": "app_mention", **BASE}, ME)
     assert isinstance(action, Record) and action.only_if_new

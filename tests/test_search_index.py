@@ -7,7 +7,7 @@
   (evictions, tombstones, thread counters included), and ``ChannelIndex.sync`` reaches the same
   index from a plain history;
 - the tool answers the same whichever way its index was fed, stays in its channel, and every
-  ranking signal it adds is named in ``relevance_signal``.
+  ranking signal it adds is named in the hit's ``signal``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
-from .test_tools_data import C1, C2, NAMES, SECRET_MARKERS, c1_messages, c2_messages, ok, ts
+from .test_tools_data import (
+    C1,
+    C2,
+    NAMES,
+    SECRET_MARKERS,
+    c1_messages,
+    c2_messages,
+    ok,
+    ranked,
+    ts,
+)
 
 TOKENS = st.sampled_from(["deploy", "fail", "pool", "502", "flag", "a", "b", "c", "d", "e"])
 DOCUMENT = st.lists(TOKENS, max_size=12)
@@ -421,7 +431,7 @@ def test_search_stays_in_its_channel(loose: bool) -> None:
         dumped = json.dumps(answer["results"])  # the note may echo the intent's own words
         assert not any(marker in dumped for marker in SECRET_MARKERS), intent
         assert {r["message_id"] for r in answer["results"]} <= {m.ts for m in c1_messages()}
-        assert answer["coverage"]["messages_scanned"] == len(c1_messages())
+        assert answer["searched"] == len(c1_messages())
 
 
 def test_hidden_messages_are_left_out_of_search() -> None:
@@ -438,7 +448,7 @@ def test_hidden_messages_are_left_out_of_search() -> None:
         )
     )
     assert pool not in {r["message_id"] for r in answer["results"]}
-    assert answer["coverage"]["messages_scanned"] == len(c1_messages()) - 1
+    assert answer["searched"] == len(c1_messages()) - 1
 
 
 def test_the_engine_view_serves_the_history_index_and_hides_the_anchor() -> None:
@@ -483,22 +493,23 @@ def _say(seconds: int, user: str, text: str, **extra: Any) -> Message:
     return Message(channel=C1, ts=f"{seconds}.000100", user_id=user, text=text, **extra)
 
 
-def _tools(messages: list[Message]) -> ChannelTools:
+def _history(messages: list[Message]) -> IndexedHistory:
     history = IndexedHistory()
     for message in messages:
         history.record(message)
-    return ChannelTools(HistoryView(history, C1), names=PEOPLE)
+    return history
 
 
-def _by_text(answer: dict[str, Any]) -> dict[str, tuple[int, str]]:
-    return {r["text"]: (i, r["relevance_signal"]) for i, r in enumerate(answer["results"])}
+def _by_text(history: IndexedHistory, intent: str) -> dict[str, tuple[int, str]]:
+    hits = ranked(history, intent=intent, names=PEOPLE)
+    return {hit.text: (i, hit.signal) for i, hit in enumerate(hits)}
 
 
 def test_conversational_context_raises_the_answer_next_to_the_question() -> None:
     question = "Anyone know why the nightly build is red again?"
     answer_text = "Yes: the arm64 runner ran out of disk, build is fixed now"
     lone = "Build passed after I bumped node"
-    tools = _tools(
+    history = _history(
         [
             _say(T_MARCH, "UANA", question),
             _say(T_MARCH + 60, "UBEN", answer_text),
@@ -506,7 +517,7 @@ def test_conversational_context_raises_the_answer_next_to_the_question() -> None
             _say(T_MARCH + 2 * 86_400, "UCY", lone),
         ]
     )
-    found = _by_text(ok(tools.call("channel_context", {"intent": "why is the nightly build red"})))
+    found = _by_text(history, "why is the nightly build red")
     rank, signal = found[answer_text]
     assert signal.startswith("keyword:build; context:nightly,build,red")
     assert rank < found[lone][0]  # same keyword, no conversation around it
@@ -515,22 +526,23 @@ def test_conversational_context_raises_the_answer_next_to_the_question() -> None
 
 
 def test_a_month_named_in_the_intent_prefers_messages_posted_then() -> None:
-    tools = _tools(
+    history = _history(
         [
             _say(T_MARCH, "UANA", "deploy of the billing service went out"),
             _say(T_MAY, "UBEN", "deploy of the billing service went out again"),
         ]
     )
-    results = ok(tools.call("channel_context", {"intent": "billing deploy in March"}))["results"]
-    assert results[0]["ts"].startswith("2026-03-01")
-    assert "date:March" in results[0]["relevance_signal"]
-    assert "date:" not in results[1]["relevance_signal"]
+    hits = ranked(history, intent="billing deploy in March", names=PEOPLE)
+    assert hits[0].message.ts == f"{T_MARCH}.000100"
+    assert "date:March" in hits[0].signal
+    assert "date:" not in hits[1].signal
+    tools = ChannelTools(HistoryView(history, C1), names=PEOPLE)
     plain = ok(tools.call("channel_context", {"intent": "billing deploy"}))["results"]
-    assert plain[0]["ts"].startswith("2026-05-01")  # without a date, the newer one
+    assert plain[0]["when"].startswith("2026-05-01")  # without a date, the newer one
 
 
 def test_thread_replies_and_causes_say_why_they_rank() -> None:
-    tools = _tools(
+    history = _history(
         [
             _say(
                 T_MARCH, "UANA", "Search is timing out for everyone", thread_ts=f"{T_MARCH}.000100"
@@ -543,9 +555,9 @@ def test_thread_replies_and_causes_say_why_they_rank() -> None:
             ),
         ]
     )
-    results = ok(tools.call("channel_context", {"intent": "why is search timing out"}))["results"]
-    reply = next(r for r in results if r["text"].startswith("Found it"))
-    assert reply["relevance_signal"].split("; ")[:2] == ["thread:search,timing", "states_cause"]
+    hits = ranked(history, intent="why is search timing out", names=PEOPLE)
+    reply = next(hit for hit in hits if hit.text.startswith("Found it"))
+    assert reply.signal.split("; ")[:2] == ["thread:search,timing", "states_cause"]
 
 
 @pytest.mark.parametrize(

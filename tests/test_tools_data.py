@@ -12,7 +12,8 @@ from typing import Any
 from chanctx import tools
 from chanctx.cache import ChannelHistory
 from chanctx.context import FileRef, Message, Names
-from chanctx.tools import ChannelTools, ChannelView, HistoryView, ToolResult
+from chanctx.tools import ChannelTools, ChannelView, HistoryView, ToolResult, read_context_output
+from chanctx.tools._search import Hit, search
 
 T0 = 1_781_020_800  # 2026-06-09T16:00:00Z
 C1, C2 = "C1CHECKOUT", "C2PEOPLEOPS"
@@ -143,10 +144,49 @@ def tools_for(history: ChannelHistory | None = None, **options: Any) -> ChannelT
 
 
 def ok(result: ToolResult) -> dict[str, Any]:
-    """The parsed JSON of a successful answer."""
+    """The parsed JSON of a successful answer; channel_context's rows as dicts
+    (``message_id``, ``when``, ``who``, ``text``, ``thread``, ``held``)."""
     assert not result.is_error, result.content
     parsed: dict[str, Any] = json.loads(result.content)
+    if isinstance(parsed.get("results"), list):
+        parsed["results"] = [
+            {"message_id": row.pop("ts"), **row} for row in read_context_output(result.content)
+        ]
     return parsed
+
+
+def ranked(
+    history: ChannelHistory | None = None,
+    *,
+    intent: str,
+    authors: tuple[str, ...] = (),
+    now: float | None = None,
+    names: Names = NAMES,
+    channel: str = C1,
+    limit: int = 8,
+) -> list[Hit]:
+    """What channel_context ranks for ``intent``, with each hit's ranking signals."""
+    scope = HistoryView(history or build_history(), channel).search_index()
+    index = scope.index
+    with index.lock:
+        if scope.messages is not None:
+            index.sync(scope.messages(), names)
+        index.refresh(names)
+        return search(
+            index,
+            intent=intent,
+            authors=authors,
+            since=None,
+            names=names,
+            now=now,
+            limit=limit,
+            per_thread=3,
+        ).hits
+
+
+def signals(hits: list[Hit]) -> dict[str, str]:
+    """text -> the signals that ranked it."""
+    return {hit.text: hit.signal for hit in hits}
 
 
 _SENTENCES = (

@@ -68,7 +68,7 @@ def test_searching_for_another_channels_words_finds_nothing_of_it() -> None:
         )
     )
     assert answer["results"] == []
-    assert answer["coverage"]["messages_scanned"] == len(c1_messages())
+    assert answer["searched"] == len(c1_messages())
 
 
 class SpyHistory(ChannelHistory):

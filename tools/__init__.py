@@ -17,15 +17,15 @@ from chanctx.tools._env import ToolResult
 from chanctx.tools._indexed import IndexedHistory, SearchScope, synced_index
 from chanctx.tools._inputs import ChannelContextInput, ChannelMessagesInput
 from chanctx.tools._outputs import (
+    HELD,
     ChannelContextOutput,
-    ContextResult,
-    Coverage,
+    ContextRow,
     FetchedMessage,
     MediaInfo,
     MediaOutput,
     MessagesOutput,
     ThreadOutput,
-    ThreadSummary,
+    read_context_output,
 )
 from chanctx.tools._query import (
     BLOCK_TYPES,
@@ -45,6 +45,7 @@ __all__ = [
     "CHANNEL_MESSAGES",
     "DEFAULT_OUTPUT_BUDGET",
     "FORMATS",
+    "HELD",
     "MIN_OUTPUT_BUDGET",
     "ChannelContextInput",
     "ChannelContextOutput",
@@ -52,6 +53,7 @@ __all__ = [
     "ChannelTools",
     "ChannelView",
     "ContextResult",
+    "ContextRow",
     "Coverage",
     "ExtraBlock",
     "FetchedMessage",
@@ -67,8 +69,8 @@ __all__ = [
     "SearchableView",
     "ThreadLookup",
     "ThreadOutput",
-    "ThreadSummary",
     "ToolResult",
     "query_channel",
+    "read_context_output",
     "synced_index",
 ]

@@ -16,13 +16,22 @@ non-negative int the caller allocates (and may reuse once removed). The average 
 sum of every term's idf, which changes with N at every insert; it is computed from a histogram
 of document frequencies (how many terms occur in exactly n documents), so its cost follows the
 number of distinct frequencies, not the vocabulary. Not thread-safe: the caller serialises.
+
+Memory is what bounds a million indexed messages, so the layout is compact: a term's postings
+are an ``array('i')`` of (slot, tf) pairs, or, for the many terms only one document holds, one
+int packing the pair (an array object alone costs more than the posting list of a rare word); a
+document's distinct terms sit in one flat list shared by every document (what removing it
+needs), compacted when half of it is garbage. Term strings are interned, so channels that use
+the same words hold them once.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from array import array
 from collections.abc import Sequence
+from typing import Union
 
 import numpy as np
 import numpy.typing as npt
@@ -31,29 +40,37 @@ __all__ = ["BM25Index"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+Postings = Union["array[int]", int]  # (slot, tf) pairs, or one pair packed as slot * _TF + tf
 
 _EMPTY_SLOTS: IntArray = np.zeros(0, dtype=np.int64)
 _EMPTY_SCORES: FloatArray = np.zeros(0, dtype=np.float64)
+_TF = 1 << 20  # a packed single posting: slot * _TF + tf (tf below _TF, else an array)
+_NO_DOC = -1
 
 
-def _positions(postings: array[int]) -> npt.NDArray[np.int32]:
-    # A copy, never a view: an array with an exported buffer could not grow afterwards.
-    return np.array(postings, dtype=np.int32).reshape(-1, 2)
+def _pairs(postings: Postings) -> npt.NDArray[np.int64]:
+    """The postings as an (n, 2) array of (slot, tf): a copy, never a view (an array with an
+    exported buffer could not grow afterwards)."""
+    if isinstance(postings, int):
+        return np.array([[postings // _TF, postings % _TF]], dtype=np.int64)
+    return np.array(postings, dtype=np.int64).reshape(-1, 2)
 
 
-def _offset(postings: array[int], slot: int) -> int:
-    """Where ``slot``'s pair starts in ``postings`` (it must be there)."""
-    # A view for the scan only: it is gone when this returns, before the array is resized.
-    view = np.frombuffer(postings, dtype=np.int32)
-    return 2 * int(np.flatnonzero(view[0::2] == slot)[0])
+def _df(postings: Postings) -> int:
+    return 1 if isinstance(postings, int) else len(postings) // 2
 
 
 class BM25Index:
-    """Postings (term -> [slot, tf, slot, tf, ...] as a compact int32 array) and lengths."""
+    """Postings per term, a flat store of each document's terms, and lengths."""
 
     def __init__(self) -> None:
-        self._postings: dict[str, array[int]] = {}
-        self._terms: dict[int, tuple[str, ...]] = {}  # slot -> its distinct terms
+        self._postings: dict[str, Postings] = {}
+        # Document slot -> where its distinct terms start in _doc_terms, and how many.
+        self._doc_terms: list[str] = []
+        self._doc_start: npt.NDArray[np.int64] = np.full(64, _NO_DOC, dtype=np.int64)
+        self._doc_count: npt.NDArray[np.int32] = np.zeros(64, dtype=np.int32)
+        self._garbage = 0  # ids in _doc_terms no document points at any more
+        self._docs = 0
         self._lengths: FloatArray = np.zeros(64, dtype=np.float64)
         self._total_length = 0
         self._df_counts: dict[int, int] = {}  # document frequency -> terms with it
@@ -63,44 +80,80 @@ class BM25Index:
 
     def add(self, slot: int, tokens: Sequence[str]) -> None:
         """Index ``tokens`` (repeats count) as document ``slot``, which must be free."""
-        if slot in self._terms:
+        if slot in self:
             raise ValueError(f"slot {slot} already holds a document")
         if slot >= len(self._lengths):
-            grown = np.zeros(max(slot + 1, 2 * len(self._lengths)), dtype=np.float64)
-            grown[: len(self._lengths)] = self._lengths
-            self._lengths = grown
+            self._grow(max(slot + 1, len(self._lengths) + len(self._lengths) // 4 + 16))
         counts: dict[str, int] = {}
         for token in tokens:
             counts[token] = counts.get(token, 0) + 1
+        self._doc_start[slot] = len(self._doc_terms)
+        self._doc_count[slot] = len(counts)
         for term, tf in counts.items():
             postings = self._postings.get(term)
             if postings is None:
-                postings = self._postings[term] = array("i")
-            self._move_df(len(postings) // 2, +1)
-            postings.append(slot)
-            postings.append(tf)
-        self._terms[slot] = tuple(counts)
+                term = sys.intern(term)
+                self._postings[term] = slot * _TF + tf if tf < _TF else array("i", (slot, tf))
+                self._move_df(0, +1)
+            else:
+                if isinstance(postings, int):
+                    postings = self._postings[term] = array("i", divmod(postings, _TF))
+                self._move_df(len(postings) // 2, +1)
+                postings.append(slot)
+                postings.append(tf)
+            self._doc_terms.append(term)
         self._lengths[slot] = len(tokens)
         self._total_length += len(tokens)
+        self._docs += 1
         self._average_idf = None
 
     def remove(self, slot: int) -> None:
         """Forget document ``slot``; unknown slots are ignored."""
-        terms = self._terms.pop(slot, None)
-        if terms is None:
+        if slot not in self:
             return
-        for term in terms:
+        start, count = int(self._doc_start[slot]), int(self._doc_count[slot])
+        for term in self._doc_terms[start : start + count]:
             postings = self._postings[term]
-            df = len(postings) // 2
-            index = _offset(postings, slot)
-            postings[index], postings[index + 1] = postings[-2], postings[-1]
-            del postings[-2:]
-            self._move_df(df, -1)
-            if not postings:
+            df = _df(postings)
+            if isinstance(postings, int) or df == 1:
                 del self._postings[term]
+            else:
+                # A view for the scan only: it is gone before the array is resized.
+                at = 2 * int(np.flatnonzero(np.frombuffer(postings, np.int32)[0::2] == slot)[0])
+                postings[at], postings[at + 1] = postings[-2], postings[-1]
+                del postings[-2:]
+                if len(postings) == 2 and postings[1] < _TF:  # one left: pack it
+                    self._postings[term] = postings[0] * _TF + postings[1]
+            self._move_df(df, -1)
+        self._doc_start[slot] = _NO_DOC
+        self._doc_count[slot] = 0
+        self._garbage += count
+        self._docs -= 1
         self._total_length -= int(self._lengths[slot])
         self._lengths[slot] = 0.0
         self._average_idf = None
+        if self._garbage > 4096 and 2 * self._garbage > len(self._doc_terms):
+            self._compact()
+
+    def _grow(self, size: int) -> None:
+        used = len(self._lengths)
+        lengths = np.zeros(size, dtype=np.float64)
+        lengths[:used] = self._lengths
+        start = np.full(size, _NO_DOC, dtype=np.int64)
+        start[:used] = self._doc_start
+        count = np.zeros(size, dtype=np.int32)
+        count[:used] = self._doc_count
+        self._lengths, self._doc_start, self._doc_count = lengths, start, count
+
+    def _compact(self) -> None:
+        """Rewrite the flat term store without the removed documents' terms."""
+        old: list[str] = self._doc_terms
+        kept: list[str] = []
+        for slot in np.flatnonzero(self._doc_start != _NO_DOC).tolist():
+            start, count = int(self._doc_start[slot]), int(self._doc_count[slot])
+            self._doc_start[slot] = len(kept)
+            kept.extend(old[start : start + count])
+        self._doc_terms, self._garbage = kept, 0
 
     def _move_df(self, df: int, step: int) -> None:
         # A term's document frequency goes from df to df + step (0 means not in the vocabulary).
@@ -116,10 +169,14 @@ class BM25Index:
     # -- reads --------------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._terms)
+        return self._docs
 
     def __contains__(self, slot: object) -> bool:
-        return slot in self._terms
+        return (
+            isinstance(slot, int)
+            and 0 <= slot < len(self._doc_start)
+            and self._doc_start[slot] != _NO_DOC
+        )
 
     @property
     def vocabulary_size(self) -> int:
@@ -127,28 +184,36 @@ class BM25Index:
 
     @property
     def average_length(self) -> float:
-        return self._total_length / len(self._terms) if self._terms else 0.0
+        return self._total_length / self._docs if self._docs else 0.0
 
     def terms_of(self, slot: int) -> tuple[str, ...]:
         """The distinct terms of document ``slot`` (empty if unknown)."""
-        return self._terms.get(slot, ())
+        if slot not in self:
+            return ()
+        start, count = int(self._doc_start[slot]), int(self._doc_count[slot])
+        return tuple(self._doc_terms[start : start + count])
+
+    def _postings_of(self, term: str) -> Postings | None:
+        return self._postings.get(term)
 
     def df(self, term: str) -> int:
         """How many documents contain ``term``."""
-        postings = self._postings.get(term)
-        return 0 if postings is None else len(postings) // 2
+        postings = self._postings_of(term)
+        return 0 if postings is None else _df(postings)
 
     def slots_with(self, term: str) -> IntArray:
         """The documents that contain ``term`` (unordered)."""
-        postings = self._postings.get(term)
+        postings = self._postings_of(term)
         if postings is None:
             return _EMPTY_SLOTS
-        return _positions(postings)[:, 0].astype(np.int64)
+        if isinstance(postings, int):
+            return np.array([postings // _TF], dtype=np.int64)
+        return np.frombuffer(postings, np.int32)[0::2].astype(np.int64)
 
     def average_idf(self) -> float:
         """BM25Okapi's ``average_idf``: the mean raw idf over the vocabulary (0 if empty)."""
         if self._average_idf is None:
-            n = len(self._terms)
+            n = self._docs
             vocabulary = len(self._postings)
             if not vocabulary:
                 self._average_idf = 0.0
@@ -164,7 +229,7 @@ class BM25Index:
         df = self.df(term)
         if not df:
             return 0.0
-        n = len(self._terms)
+        n = self._docs
         raw = math.log(n - df + 0.5) - math.log(df + 0.5)
         return raw if raw >= 0 else epsilon * self.average_idf()
 
@@ -180,15 +245,15 @@ class BM25Index:
         """Every slot's score (``size`` cells, at least one per slot); 0 without a query term."""
         length = max(len(self._lengths), size or 0)
         total = np.zeros(length, dtype=np.float64)
-        if not self._terms or not self._total_length:
+        if not self._docs or not self._total_length:
             return total
-        average_length = self._total_length / len(self._terms)
+        average_length = self._total_length / self._docs
         lengths = self._lengths
         for term in query:
-            postings = self._postings.get(term)
+            postings = self._postings_of(term)
             if postings is None:
                 continue
-            pairs = _positions(postings)
+            pairs = _pairs(postings)
             slots = pairs[:, 0]
             tf = pairs[:, 1].astype(np.float64)
             norm = k1 * (1 - b + b * lengths[slots] / average_length)

@@ -1,64 +1,66 @@
-"""channel_context: search the channel, answer with the best messages that fit the budget."""
+"""channel_context: search the channel, answer with the best messages that fit the budget.
+
+Each hit is one compact row (``tools._outputs.ContextRow``): its ts, when (UTC, to the
+minute), who, its text on one line, and a thread pointer. A hit the reader already holds (the
+attached thread and snapshot, ``SearchScope.held``) is named by its ts only. No hit's text may
+take more than a tenth of the budget (it is cut, and the note says how to read it whole), so
+one pasted log cannot crowd out the other results.
+"""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from chanctx.cache import ts_key
-from chanctx.context import Author, iso_from_ts
+from chanctx.context import Message, Names
 from chanctx.context._render import author_of
 from chanctx.context.budget import Chunk
 from chanctx.tools._env import Env, ToolResult
-from chanctx.tools._fit import fit_ranked
+from chanctx.tools._fit import cut_text, fit_ranked
 from chanctx.tools._index import ThreadStats
 from chanctx.tools._indexed import SearchScope, synced_index
 from chanctx.tools._inputs import ChannelContextInput, parse_since
-from chanctx.tools._outputs import (
-    ChannelContextOutput,
-    ContextResult,
-    Coverage,
-    ThreadSummary,
-    output_json,
-)
+from chanctx.tools._outputs import ChannelContextOutput, ContextRow
 from chanctx.tools._search import Hit, Search, search
 from chanctx.tools._view import SearchableView
 
-__all__ = ["PER_THREAD", "run_channel_context"]
+__all__ = ["PER_THREAD", "minute", "run_channel_context"]
 
 # At most this many results from one thread (its root included): a long thread matching the
-# intent would otherwise fill every slot, and its root's thread_id already leads to the rest.
+# intent would otherwise fill every slot, and its root's ts already leads to the rest.
 PER_THREAD = 3
+# A hit's text takes at most this share of the output budget.
+HIT_SHARE = 10
 
 
-def _result(hit: Hit, stats: dict[int, ThreadStats | None], author: Author) -> ContextResult:
-    message = hit.message
-    thread = None if message.is_reply else stats.get(ts_key(message.ts))
-    return ContextResult(
-        message_id=message.ts,
-        # A reply names its thread; a root names itself only if it has a thread to fetch.
-        thread_id=message.thread_ts if message.is_reply else (message.ts if thread else None),
-        ts=iso_from_ts(message.ts),
-        author=author,
-        text=hit.text,
-        thread_summary=(
-            ThreadSummary(
-                reply_count=thread.reply_count,
-                last_reply_ts=iso_from_ts(thread.last_reply_ts) if thread.last_reply_ts else None,
-                participant_names=list(thread.participant_names),
-            )
-            if thread
-            else None
-        ),
-        relevance_signal=hit.signal,
-    )
+def minute(ts: str) -> str:
+    """ "2026-02-27 14:02": UTC to the minute, what a reader needs to place a message."""
+    return datetime.fromtimestamp(int(ts.split(".", 1)[0]), UTC).strftime("%Y-%m-%d %H:%M")
 
 
-def _coverage(found: Search) -> Coverage:
-    if found.time_range is None:
-        return Coverage(messages_scanned=0, time_range=None)
-    oldest, newest = found.time_range
-    return Coverage(
-        messages_scanned=found.scanned,
-        time_range=(iso_from_ts(oldest), iso_from_ts(newest)),
-    )
+def _who(message: Message, names: Names) -> str:
+    name = author_of(message, names).display_name
+    if message.is_self:
+        return f"{name} (you)"
+    return f"{name} (bot)" if message.is_bot else name
+
+
+def _line(hit: Hit, message: Message) -> str:
+    """The hit's text on one line; files shared with text are named after it."""
+    text = " ".join(hit.text.split())
+    if message.files and not text.startswith("[shared "):
+        titles = ", ".join(f.title or f.filename or f.artifact_id for f in message.files)
+        text = f"{text} [shared {titles}]" if text else f"[shared {titles}]"
+    return text
+
+
+def _thread(message: Message, stats: ThreadStats | None) -> str | None:
+    if message.is_reply:
+        return f"thread {message.thread_ts}"
+    if stats is None:
+        return None
+    replies = f"{stats.reply_count} repl{'y' if stats.reply_count == 1 else 'ies'}"
+    return f"{replies}, last {minute(stats.last_reply_ts)}" if stats.last_reply_ts else replies
 
 
 def _note(found: Search, beyond_max: int, omitted: int, cut: int) -> str | None:
@@ -121,38 +123,53 @@ def run_channel_context(env: Env, args: ChannelContextInput) -> ToolResult:
             ranking=env.ranking,
         )
         stats = {
-            ts_key(hit.message.ts): index.thread_stats(ts_key(hit.message.ts), env.names)
+            hit.message.ts: index.thread_stats(ts_key(hit.message.ts), env.names)
             for hit in found.hits
-            if not hit.message.is_reply
+            if not hit.message.is_reply and hit.message.ts not in scope.held
         }
-    coverage = _coverage(found)
-    top = found.hits
-    beyond_max = found.matches - len(top)
-    chunks = [
-        Chunk(
-            key=hit.message.ts,
-            text=hit.text,
-            item=_result(hit, stats, author_of(hit.message, env.names)),
-            relevance=hit.score,
-        )
-        for hit in top
-    ]
-
-    def render(results: list[ContextResult], omitted: int, cut: int) -> str:
-        return output_json(
-            ChannelContextOutput(
-                results=results,
-                coverage=coverage,
-                truncated=True if omitted or cut else None,
-                note=_note(found, beyond_max, omitted, cut),
+    searched = found.scanned if found.time_range is not None else 0
+    span = (minute(found.time_range[0]), minute(found.time_range[1])) if found.time_range else None
+    beyond_max = found.matches - len(found.hits)
+    cap = max(env.budget // HIT_SHARE, 1)
+    chunks: list[Chunk[ContextRow]] = []
+    capped: set[str] = set()
+    for hit in found.hits:
+        message = hit.message
+        if message.ts in scope.held:
+            row = ContextRow(ts=message.ts, held=True)
+        else:
+            text = _line(hit, message)
+            if env.counter.count(text) > cap:
+                text = cut_text(text, lambda t: env.counter.count(t) <= cap) or ""
+                capped.add(message.ts)
+            row = ContextRow(
+                ts=message.ts,
+                when=minute(message.ts),
+                who=_who(message, env.names),
+                text=text,
+                thread=_thread(message, stats.get(message.ts)),
             )
-        )
+        chunks.append(Chunk(key=message.ts, text=row.text, item=row, relevance=hit.score))
+
+    def render(rows: list[ContextRow], omitted: int, cut: int) -> str:
+        # The budget cuts only the last row kept; the cap may have cut any of them before.
+        if capped:
+            cut = sum(1 for row in rows if row.ts in capped) + (
+                cut if rows and rows[-1].ts not in capped else 0
+            )
+        return ChannelContextOutput(
+            results=rows,
+            searched=searched,
+            range=span,
+            truncated=True if omitted or cut else None,
+            note=_note(found, beyond_max, omitted, cut),
+        ).to_json()
 
     fitted = fit_ranked(
         chunks,
         render=render,
         budget=env.budget,
         counter=env.counter,
-        item_json=lambda result: result.model_dump_json(),
+        item_json=ContextRow.to_json,
     )
     return ToolResult(render(fitted.items, fitted.omitted, fitted.cut))

@@ -85,6 +85,8 @@ def _same_document(old: Message, new: Message) -> bool:
         and old.author_name == new.author_name
         and old.is_reply == new.is_reply
         and old.root_ts == new.root_ts
+        and old.is_self == new.is_self
+        and old.mentions_self == new.mentions_self
     )
 
 
@@ -181,6 +183,8 @@ class Rows:
         self.root: Ints32 = np.full(size, _NONE, dtype=np.int32)  # a reply's root's slot
         self.author: Ints32 = np.full(size, _NONE, dtype=np.int32)  # author code
         self.cause: Bools = np.zeros(size, dtype=np.bool_)  # states a cause
+        # the bot's own message, or a question to it (a mention): ranked after people's
+        self.exchange: Bools = np.zeros(size, dtype=np.bool_)
         self.prev: Ints32 = np.full(size, _NONE, dtype=np.int32)  # in its conversation
         self.next: Ints32 = np.full(size, _NONE, dtype=np.int32)
         self.live: Bools = np.zeros(size, dtype=np.bool_)
@@ -193,13 +197,16 @@ class Rows:
     def ensure(self, slot: int) -> None:
         if slot < self.capacity:
             return
-        size = max(slot + 1, 2 * self.capacity) + 1
+        # Grown by a quarter, not doubled: a full channel would otherwise carry up to a spare
+        # column of everything (a million messages: tens of MB).
+        size = max(slot + 1, self.capacity + self.capacity // 4 + 16) + 1
         used = self.capacity
         self.ts, self.key = _grown(self.ts, used, size, 0), _grown(self.key, used, size, 0)
         self.tid = _grown(self.tid, used, size, _NONE)
         self.root = _grown(self.root, used, size, _NONE)
         self.author = _grown(self.author, used, size, _NONE)
         self.cause = _grown(self.cause, used, size, False)
+        self.exchange = _grown(self.exchange, used, size, False)
         self.prev = _grown(self.prev, used, size, _NONE)
         self.next = _grown(self.next, used, size, _NONE)
         self.live = _grown(self.live, used, size, False)
@@ -207,6 +214,7 @@ class Rows:
 
     def clear(self, slot: int) -> None:
         self.ts[slot], self.key[slot], self.cause[slot] = 0, 0, False
+        self.exchange[slot] = False
         self.tid[slot] = self.author[slot] = self.prev[slot] = self.next[slot] = _NONE
         self.root[slot] = _NONE
         self.live[slot] = False
@@ -252,7 +260,6 @@ class ChannelIndex:
         self._messages: list[Message | None] = []
         self._free: list[int] = []
         self.rows = Rows()
-        self._order = SortedKeys()  # keys of every indexed message
         self._streams: dict[int, SortedKeys] = {}  # stream -> its keys
 
         self._authors: dict[tuple[str, str | None], int] = {}
@@ -284,24 +291,24 @@ class ChannelIndex:
     def window(self, since: float | None, hidden: Iterable[str] = ()) -> tuple[int, int, int]:
         """(count, oldest slot, newest slot) of the messages with float(ts) >= ``since``.
 
-        ``hidden`` ts are left out. (0, -1, -1) when there are none.
+        ``hidden`` ts are left out. (0, -1, -1) when there are none. One vectorised pass over
+        the columns (no sorted list of keys is kept: at a million messages it would cost more
+        memory than it saves time).
         """
-        order = self._order
-        start = 0
-        if since is not None:  # float(ts) is monotone in the key: bisect on it
-            ts, slot_of = self.rows.ts, self._slot_of
-            start = order.bisect(since, key=lambda key: float(ts[slot_of[key]]))
-        skip = set()
-        for key in map(ts_key, hidden):
-            position = order.bisect(key)
-            if position >= start and position < len(order) and order[position] == key:
-                skip.add(position)
-        count = len(order) - start - len(skip)
-        if count <= 0:
+        capacity = self.capacity
+        rows = self.rows
+        mask = rows.live[:capacity].copy()
+        if since is not None:
+            mask &= rows.ts[:capacity] >= since
+        for ts in hidden:
+            slot = self.slot(ts)
+            if slot is not None:
+                mask[slot] = False
+        chosen = np.flatnonzero(mask)
+        if not len(chosen):
             return 0, -1, -1
-        oldest = next(i for i in range(start, len(order)) if i not in skip)
-        newest = next(i for i in range(len(order) - 1, start - 1, -1) if i not in skip)
-        return count, self._slot_of[order[oldest]], self._slot_of[order[newest]]
+        keys = rows.key[chosen]
+        return len(chosen), int(chosen[np.argmin(keys)]), int(chosen[np.argmax(keys)])
 
     def author_messages(self) -> list[Message]:
         """One message per author code (index = code), to resolve authors' names."""
@@ -357,7 +364,7 @@ class ChannelIndex:
             if message is None or message.deleted or message.channel != self.channel:
                 self._remove_key(key)
             else:
-                self.upsert(message, names)
+                self.upsert(message, names, key=key)
         return len(pending)
 
     def sync(self, messages: Sequence[Message], names: Names) -> None:
@@ -388,11 +395,15 @@ class ChannelIndex:
                 self._remove_key(key)
         self._synced = listed
 
-    def upsert(self, message: Message, names: Names) -> None:
-        """Index ``message`` (a live message of this channel), replacing its older version."""
+    def upsert(self, message: Message, names: Names, *, key: int | None = None) -> None:
+        """Index ``message`` (a live message of this channel), replacing its older version.
+
+        ``key``: its ts key, when the caller has it (the same int object is then kept by every
+        structure that names the message: one int per message, not one per structure).
+        """
         if message.channel != self.channel or message.deleted:
             raise ValueError("only this channel's live messages can be indexed")
-        key = ts_key(message.ts)
+        key = ts_key(message.ts) if key is None else key
         slot = self._slot_of.get(key)
         if slot is not None:
             old = self.message(slot)
@@ -426,8 +437,8 @@ class ChannelIndex:
         rows.key[slot] = key
         rows.author[slot] = self._author_code(message)
         rows.cause[slot] = bool(STATES_CAUSE.search(text.casefold()))
+        rows.exchange[slot] = message.is_self or message.mentions_self
         rows.live[slot] = True
-        self._order.insert(key)
         self._link(slot, key, message)
         self._join_thread(slot, key, message)
 
@@ -458,7 +469,6 @@ class ChannelIndex:
         self.bm25.remove(slot)
         self._unlink(slot, key, message)
         self._leave_thread(slot, key, message)
-        self._order.remove(key)
         del self._slot_of[key]
         if self._ids is not None:
             self._ids.pop(id(message), None)

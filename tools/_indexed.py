@@ -31,12 +31,14 @@ class SearchScope:
     """A channel's index as a view serves it to ``channel_context``.
 
     ``hidden``: ts left out of search (the question being answered is already in the reader's
-    context). ``messages``: for an index that is not fed by writes, where to sync it from
-    before each search.
+    context). ``held``: ts the reader already holds in full (the attached thread and
+    snapshot): still ranked, but answered by ts only. ``messages``: for an index that is not
+    fed by writes, where to sync it from before each search.
     """
 
     index: ChannelIndex
     hidden: frozenset[str] = frozenset()
+    held: frozenset[str] = frozenset()
     messages: Callable[[], Sequence[Message]] | None = None
 
 
@@ -150,7 +152,7 @@ class IndexedHistory(ChannelHistory):
                 self._forget_evicted_channels()
         stored = self._stored[channel]
         for ts in touched:
-            key = ts_key(ts)
+            key = self._stored_key(channel, ts) or ts_key(ts)
             current = self.get(channel, ts)
             if current is None:
                 stored.remove(key)

@@ -1,26 +1,32 @@
-"""Tool outputs: seed 003's ChannelContextOutput / ChannelMessagesOutput, field for field.
+"""Tool outputs: channel_context's compact rows, and seed 003's channel_messages answers.
 
-``truncated`` and ``note`` are added by chanctx and only appear when they say something, so an
-uncut answer is exactly the seed's shape. :func:`output_json` is the one serialization, used
-both to send and to count against the output budget.
+channel_context answers with one JSON array per hit (:class:`ContextRow`), not seed 003's
+objects: the issue "Search that works through the real tool path" measured that with the
+seed's keys a 4,000-token budget held about ten chat messages. ``truncated`` and ``note`` are
+added by chanctx and only appear when they say something. :func:`output_json` (and
+:meth:`ChannelContextOutput.to_json`) is the one serialization, used both to send and to count
+against the output budget.
 """
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from chanctx.context import Author, MediaRef, ThreadContext
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "HELD",
     "ChannelContextOutput",
-    "ContextResult",
-    "Coverage",
+    "ContextRow",
     "FetchedMessage",
     "MediaInfo",
     "MediaOutput",
     "MessagesOutput",
     "ThreadOutput",
-    "ThreadSummary",
     "output_json",
+    "read_context_output",
 ]
 
 
@@ -28,37 +34,81 @@ class _Out(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class ThreadSummary(_Out):
-    reply_count: int = Field(ge=0)
-    last_reply_ts: str | None
-    participant_names: list[str]
+HELD = "in context"  # the row of a hit the reader already holds: [ts, HELD]
 
 
-class ContextResult(_Out):
-    message_id: str
-    thread_id: str | None
+class ContextRow(_Out):
+    """One channel_context result, sent as a JSON array: ``[ts, when, who, text]`` plus
+    ``thread`` when the message is in one, or ``[ts, "in context"]`` when the reader already
+    holds the message (``held``). Arrays, not objects: on a page of 25 chat hits, repeating
+    seven key names on each cost more tokens than the texts."""
+
     ts: str
-    author: Author
-    text: str
-    thread_summary: ThreadSummary | None
-    relevance_signal: str
+    when: str = ""
+    who: str = ""
+    text: str = ""
+    thread: str | None = None
+    held: bool = False
+
+    def as_list(self) -> list[str]:
+        if self.held:
+            return [self.ts, HELD]
+        row = [self.ts, self.when, self.who, self.text]
+        return row if self.thread is None else [*row, self.thread]
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_list(), ensure_ascii=False, separators=(",", ":"))
 
 
-class Coverage(_Out):
-    messages_scanned: int = Field(ge=0)
-    # None only when nothing was scanned (an empty channel, or `since` after every message).
-    time_range: tuple[str, str] | None
+class ChannelContextOutput(_Out):
+    """channel_context's answer: ``results`` best first, what was searched, then
+    ``truncated``/``note`` when they say something."""
+
+    results: list[ContextRow]
+    searched: int = Field(ge=0)
+    # The oldest and newest message searched ("2026-02-27 14:02", UTC); None when none was.
+    range: tuple[str, str] | None
+    truncated: bool | None = None
+    note: str | None = None
+
+    def to_json(self) -> str:
+        out: dict[str, Any] = {
+            "results": [row.as_list() for row in self.results],
+            "searched": self.searched,
+        }
+        if self.range is not None:
+            out["range"] = list(self.range)
+        if self.truncated is not None:
+            out["truncated"] = self.truncated
+        if self.note is not None:
+            out["note"] = self.note
+        return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+
+
+def read_context_output(content: str) -> list[dict[str, str | bool | None]]:
+    """channel_context's rows as dicts (``ts``, ``when``, ``who``, ``text``, ``thread``,
+    ``held``): for readers of the tool's answer (the offline model, benchmarks, tests)."""
+    out: list[dict[str, str | bool | None]] = []
+    for row in json.loads(content)["results"]:
+        if len(row) == 2 and row[1] == HELD:
+            out.append({"ts": row[0], "held": True})
+            continue
+        ts, when, who, text, *thread = row
+        out.append(
+            {
+                "ts": ts,
+                "when": when,
+                "who": who,
+                "text": text,
+                "thread": thread[0] if thread else None,
+                "held": False,
+            }
+        )
+    return out
 
 
 class _Answer(_Out):
     """A whole tool answer. Each one ends with ``truncated`` and ``note``, read last."""
-
-
-class ChannelContextOutput(_Answer):
-    results: list[ContextResult]
-    coverage: Coverage
-    truncated: bool | None = None
-    note: str | None = None
 
 
 class FetchedMessage(_Out):

@@ -8,7 +8,7 @@ message is
   + 0.3 * its thread root's keyword score, for a reply ("thread:" signal): replies are terse
           and lean on the root for their topic ("Found it: pool size was 5" answers "why did
           checkout fail" only through the root that says "checkout is failing")
-  + conversational context ("context:" signal): 0.4 * the keyword score of each of the two
+  + conversational context ("context:" signal): 0.5 * the keyword score of each of the two
           messages before it and of the two after it in its conversation (the channel's
           top-level messages, or its thread), if within 15 minutes per message of it. The
           answer to a question is usually the message after it, and a topic runs over a few
@@ -17,8 +17,11 @@ message is
           UTC): "the outage in March", "what we decided in 2024"
   + 0.3 if the intent asks why and the message states a cause ("because", "found it", ...)
   + 0.6 if an author asked for wrote it
-  + 0.25 * recency   (halves every 3 days since the last activity in its thread)
+  + 0.1 * recency    (halves every 3 days since the last activity in its thread)
   + 0.15 * activity  (log of its thread's reply count, relative to the busiest thread)
+
+and the bot's own messages and the questions asked of it (mentions) come after every other
+candidate, in score order among themselves.
 
 BM25 is Okapi BM25 (k1 = 1.2, b = 0.4: chat messages are short and their length says little
 about their topic, so length is normalised only mildly) over Porter-stemmed terms of the text,
@@ -33,7 +36,8 @@ go negative for a word most messages use (BM25Okapi then floors it at 0.25 * the
 BM25's statistics are the whole channel's; ``since`` only filters.
 
 :class:`Ranking` holds every weight; its defaults are the tool's. ``ORIGINAL`` is the ranking
-before the LoCoMo work (light stemmer, k1 = 1.5, b = 0.75, plain share, no context, no date),
+before the LoCoMo work (light stemmer, k1 = 1.5, b = 0.75, plain share, no context, no date,
+recency 0.25),
 kept so ``bench/locomo.py`` can measure each change (bench/RESULTS.md has the ablation).
 Everything is computed with numpy over the index's columns: the cost follows the number of
 matching messages plus a few vectorised passes, never a Python loop over the channel; the
@@ -61,6 +65,7 @@ __all__ = ["ORIGINAL", "Hit", "Ranking", "Search", "periods", "search"]
 
 _ASKS_WHY = re.compile(r"\b(why|cause[ds]?|reason|root cause|went wrong|what happened)\b")
 LIVE_THREAD = 86_400.0  # a reply within a day of "now" makes a thread "recent_activity"
+_EXCHANGE = 1e6  # below any score a person's message can have
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -80,13 +85,13 @@ class Ranking:
     share_by_idf: bool = True
     thread_share: float = 0.3
     # Weights of the 1st, 2nd, ... message before / after a message in its conversation.
-    context_before: tuple[float, ...] = (0.4, 0.4)
-    context_after: tuple[float, ...] = (0.4, 0.4)
+    context_before: tuple[float, ...] = (0.5, 0.5)
+    context_after: tuple[float, ...] = (0.5, 0.5)
     context_gap: float = 900.0  # seconds between two messages of one conversation, at most
     date_boost: float = 0.3
     cause_boost: float = 0.3
     author_boost: float = 0.6
-    recency_weight: float = 0.25
+    recency_weight: float = 0.1
     recency_half_life: float = 3 * 86_400.0
     activity_weight: float = 0.15
 
@@ -99,6 +104,7 @@ ORIGINAL = Ranking(
     context_before=(),
     context_after=(),
     date_boost=0.0,
+    recency_weight=0.25,
 )
 
 
@@ -373,7 +379,10 @@ def search(
     )
     # Rounded scores make the order independent of float summation order; ties go to the newer.
     rounded = np.round(total, 9)
-    chosen = _choose(index, candidates, rounded, rows.key[candidates], limit, per_thread)
+    # The bot's own earlier answers and the questions asked of it come after every message
+    # of people: they repeat the words of the question without answering it.
+    order_by = np.where(rows.exchange[candidates], rounded - _EXCHANGE, rounded)
+    chosen = _choose(index, candidates, order_by, rows.key[candidates], limit, per_thread)
 
     hits: list[Hit] = []
     for position in chosen:

@@ -131,7 +131,25 @@ class _Session:
     # attached again, answers credit no bullet.
     playbook_ids: list[str] = field(default_factory=list)
     scratchpad: Scratchpad | None = None  # made with the session's first bulky tool output
+    # Messages the attached context package holds in full: search names them by ts only.
+    held: frozenset[str] = frozenset()
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _held(context: BuiltContext, fitted: Fitted | None) -> frozenset[str]:
+    """The ts of the messages the package gives in full: the thread as attached, and the
+    snapshot's messages whose snippet is their whole text (a cut one ends with "...": a
+    message that really ends so is shown again, which costs a row, not an answer)."""
+    held: set[str] = set()
+    if fitted is None or fitted.snapshot_budget is not None:
+        held.update(
+            a.message_id for a in context.snapshot.adjacent if not a.snippet.endswith("...")
+        )
+    thread = context.thread
+    if (fitted is None or fitted.thread_budget is not None) and thread is not None:
+        held.add(thread.root.message_id)
+        held.update(r.message_id for r in thread.replies if not r.is_truncated)
+    return frozenset(held)
 
 
 @dataclass
@@ -373,6 +391,7 @@ class ClaudeResponder:
             context = self._fresh_context(turn, context, fitted)
             package = self._package(context, fitted)
             blocks += package
+            session.held = _held(context, fitted)
             sent += [
                 SentBlock(kind, kind, self.counter.count(b["text"]))
                 for kind, b in zip(("snapshot", "thread"), package, strict=False)
@@ -523,6 +542,7 @@ class ClaudeResponder:
                 self.engine,
                 turn.context_channel,
                 hidden={turn.anchor_ts},
+                held=session.held,
                 fetch_budget=self.settings.slack_fetches_per_turn,
             ),
             names=self.engine.names,

@@ -26,6 +26,7 @@ from typing import Any
 from chanctx.bot.slack.media import image_tokens
 from chanctx.context.curator import statements
 from chanctx.context.tokens import TokenCounter, default_counter
+from chanctx.tools import read_context_output
 
 __all__ = ["OFFLINE_MARK", "MessagesEndpoint", "PromptCacheSim"]
 
@@ -35,6 +36,12 @@ _TTLS = {"5m": 300.0, "1h": 3600.0}
 _MIN_CACHEABLE = 1024  # prefixes shorter than this are not cached (most models)
 _LOOKBACK = 20  # blocks before a breakpoint the API also checks for a cached prefix
 _MENTION = re.compile(r"<@[A-Z0-9]+>|@chanctx\b")
+# A message in a context package's JSON (snapshot or thread): its author's name and text.
+_HELD_MESSAGE = (
+    r'"message_id":"{ts}","ts":"[^"]*","author":\{{"user_id":"[^"]*",'
+    r'"display_name":"(?P<who>(?:[^"\\]|\\.)*)","is_bot":(?:true|false)\}},'
+    r'"(?:text|snippet)":"(?P<text>(?:[^"\\]|\\.)*)"'
+)
 
 
 def _ttl(block: dict[str, Any]) -> float | None:
@@ -151,19 +158,35 @@ def _question(messages: Sequence[dict[str, Any]]) -> str:
     return ""
 
 
-def _answer_from_tool(result_text: str, question: str) -> str:
+def _held(body: dict[str, Any], ts: str) -> tuple[str, str] | None:
+    """(who, text) of message ``ts`` as the request's context package gives it (a search
+    result [ts, "in context"] names a message the model already holds there)."""
+    found = re.compile(_HELD_MESSAGE.format(ts=re.escape(ts)))
+    for message in body.get("messages") or []:
+        match = found.search(_text_of(message.get("content")))
+        if match:
+            return json.loads(f'"{match["who"]}"'), json.loads(f'"{match["text"]}"')
+    return None
+
+
+def _answer_from_tool(result_text: str, question: str, body: dict[str, Any]) -> str:
     try:
-        found = json.loads(result_text)
-    except json.JSONDecodeError:
-        found = {}
-    results = found.get("results") or [] if isinstance(found, dict) else []
+        rows = read_context_output(result_text)
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        rows = []
+    results: list[tuple[str, str, str]] = []
+    for row in rows:
+        if row["held"]:
+            held = _held(body, str(row["ts"]))
+            if held is not None:
+                results.append((held[0], str(row["ts"]), held[1]))
+        else:
+            results.append((str(row["who"]), str(row["when"]), str(row["text"])))
     if not results:
         return f"I could not find anything in this channel about “{question}”.\n{OFFLINE_MARK}"
     lines = [f"Here is what this channel says about “{question}”:"]
-    for result in results[:3]:
-        author = (result.get("author") or {}).get("display_name", "someone")
-        text = " ".join(str(result.get("text", "")).split())
-        lines.append(f"• {author} ({result.get('ts', '')}): {text[:280]}")
+    for who, when, text in results[:3]:
+        lines.append(f"• {who} ({when}): {' '.join(text.split())[:280]}")
     lines.append(OFFLINE_MARK)
     return "\n".join(lines)
 
@@ -237,7 +260,13 @@ def _playbook_lines(messages: Sequence[dict[str, Any]], question: str) -> list[s
 
 class OfflineModel:
     """Deterministic stand-in for Claude: search with the question, answer with what was found
-    (and with the playbook bullets that match it, cited by id)."""
+    (and with the playbook bullets that match it, cited by id).
+
+    ``max_results`` is what it asks channel_context for (a benchmark may ask for more).
+    """
+
+    def __init__(self, max_results: int = 5) -> None:
+        self.max_results = max_results
 
     def respond(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
         choice = body.get("tool_choice") or {}
@@ -254,7 +283,7 @@ class OfflineModel:
             return [{"type": "text", "text": f"Summary: {summary}"}], "end_turn"
         if results:
             content = results[-1].get("content")
-            text = _answer_from_tool(_text_of(content), question)
+            text = _answer_from_tool(_text_of(content), question, body)
             learned = _playbook_lines(messages, question)
             if learned:
                 text = "From this channel's playbook:\n" + "\n".join(learned) + "\n" + text
@@ -265,7 +294,7 @@ class OfflineModel:
                 "type": "tool_use",
                 "id": f"toolu_offline_{hashlib.sha256(question.encode()).hexdigest()[:12]}",
                 "name": "channel_context",
-                "input": {"intent": question, "max_results": 5},
+                "input": {"intent": question, "max_results": self.max_results},
             }
             return [call], "tool_use"
         return [
@@ -285,7 +314,7 @@ class MessagesEndpoint:
     ) -> None:
         self._cassette = list(cassette)
         self._served = 0
-        self._model = OfflineModel()
+        self.model = OfflineModel()
         self.cache = PromptCacheSim(counter=counter or default_counter(), clock=clock)
         self._lock = threading.Lock()
 
@@ -310,7 +339,7 @@ class MessagesEndpoint:
         if recorded is not None:
             response = dict(recorded)
         else:
-            content, stop = self._model.respond(body)
+            content, stop = self.model.respond(body)
             response = {
                 "id": f"msg_offline_{number:04d}",
                 "type": "message",

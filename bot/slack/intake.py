@@ -131,6 +131,7 @@ def to_message(raw: SlackMessage, channel: str, me: SelfIdentity) -> Message:
         author_name=raw.username or (bot_name if isinstance(bot_name, str) else None),
         is_bot=bool(raw.bot_id) or raw.subtype == "bot_message",
         is_self=is_self,
+        mentions_self=bool(me.user_id) and f"<@{me.user_id}>" in (raw.text or ""),
         bot_id=raw.bot_id or None,
         text=raw.text or "",
         subtype=raw.subtype or None,

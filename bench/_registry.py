@@ -1,0 +1,24 @@
+"""Every benchmark module and the RESULTS.md sections it writes: what ``python -m bench all`` runs.
+
+Registering a module is one line here: ``"module": ("Section title", ...)``, the titles it
+passes to ``bench._results.write_section``. tests/test_bench_registry.py fails when a module in
+bench/ is missing here or a registered section is missing from RESULTS.md (it never runs a
+benchmark). Order is the order ``all`` runs them: quick ones first.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+BENCHES: Final[dict[str, tuple[str, ...]]] = {
+    "thread_build": ("ThreadContext build time",),
+    "tokens": ("Token counting",),
+    "media_tokens": ("Media",),
+    "session_tokens": ("Claude session tokens",),
+    "slack_edge": ("Slack edge",),
+    "search_speed": ("Search speed",),
+    "query_speed": ("Context query speed",),
+    "playbook": ("Channel playbook",),
+    "locomo": ("Search quality (LoCoMo)",),
+    "durable": ("Memory under load (durable answering)",),
+}
