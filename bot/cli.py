@@ -108,7 +108,7 @@ def parser() -> argparse.ArgumentParser:
         "--post-error-rate",
         type=float,
         default=0.0,
-        help="share of chat.postMessage calls answered with 500 or 429 (Retry-After 1)",
+        help="share of answer calls (posts, stream calls, updates) answered 500 or 429 (Retry-After 1)",
     )
     fakes.add_argument("--seed", type=int, default=0, help="seed for the injected errors")
     return root

@@ -94,6 +94,7 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
         turns=TurnJournal(data_dir),
         feedback=FeedbackStore(data_dir),
         keep_results=200,  # memory stays flat however many answers a running bot gives
+        team_id=team,
     )
 
 

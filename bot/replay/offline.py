@@ -77,6 +77,7 @@ class OfflineBot:
         history_per_channel: int = 5_000,
         history_mb: int = 256,
         claude_latency_ms: int = 0,
+        stream: bool = True,
     ) -> None:
         """``claude=True`` answers with a real Claude session against the fake Anthropic API
         (the ``cassette``'s responses, then the offline model); sessions live in ``data_dir``."""
@@ -142,6 +143,8 @@ class OfflineBot:
             turns=TurnJournal(self.data_dir),
             feedback=FeedbackStore(self.data_dir),
             post_backoff=0.01,  # retried posts against the fake need not wait
+            team_id=str(auth.get("team_id", "")),
+            stream=stream,
         )
         self.app: App = build_app(self.runtime, signing_secret=signing_secret, verify_token=False)
 

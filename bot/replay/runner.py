@@ -126,18 +126,19 @@ def replay(
 
 
 def _posted(bot: OfflineBot, result: TurnResult) -> list[dict[str, Any]]:
-    """What the bot posted for the turn, as Slack stored it: what the user saw (answer parts
-    and any failure notice; each carries the turn id in its message metadata)."""
-    key = turn_id(result.turn)
+    """Every call that put the turn's answer in front of the user, in order: posts, stream
+    calls (each with the text it added and the message's text after it) and updates. The
+    messages are found by the turn id their metadata carries once finished."""
+    key, channel = turn_id(result.turn), result.turn.channel
+    mine = {
+        m["ts"]
+        for m in bot.slack.messages(channel)
+        if ((m.get("metadata") or {}).get("event_payload") or {}).get("turn") == key
+    }
     return [
-        {
-            "method": "chat.postMessage",
-            "ts": p["ts"],
-            "text": p.get("text"),
-            "markdown_text": p.get("markdown_text"),
-        }
-        for p in bot.slack.posted
-        if ((p.get("metadata") or {}).get("event_payload") or {}).get("turn") == key
+        {k: call[k] for k in ("method", "ts", "text", "markdown_text")}
+        for call in bot.slack.sent
+        if call["channel"] == channel and call["ts"] in mine
     ]
 
 

@@ -20,6 +20,7 @@ def turn_for(event: dict[str, Any], *, assistant_thread: bool = False) -> Turn:
         anchor_ts=ts,
         user=str(event.get("user", "")),
         assistant_thread=assistant_thread,
+        team=str(event.get("user_team") or event.get("team") or ""),
     )
 
 
