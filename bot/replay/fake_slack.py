@@ -106,6 +106,7 @@ class _Fault:
     retry_after: float | None = None
     error: str | None = None
     delay: float = 0.0
+    applied: bool = False  # the call is carried out first, then fails (a lost answer)
 
 
 @dataclass(frozen=True)
@@ -342,14 +343,17 @@ class FakeSlackAPI(StreamMethods, LoopbackServer):
         status: int = 429,
         retry_after: float | None = 1,
         error: str | None = None,
+        applied: bool = False,
     ) -> None:
         """Fail the next ``n`` calls of ``method`` ("*": any method).
 
         429 answers ``{"ok": false, "error": "ratelimited"}`` with a Retry-After header; 5xx a
         plain-text body; any other status (200 included) ``{"ok": false, "error": error}``.
+        ``applied``: the call is carried out before the failure is answered, as Slack warns a
+        5xx may mean ("it's possible some aspect of the operation succeeded").
         """
         with self._lock:
-            self._faults.append(_Fault(method, n, status, retry_after, error))
+            self._faults.append(_Fault(method, n, status, retry_after, error, applied=applied))
 
     def slow_next(self, method: str, n: int = 1, seconds: float = 1.0) -> None:
         """Sleep ``seconds`` before answering each of the next ``n`` calls of ``method``."""
@@ -363,10 +367,13 @@ class FakeSlackAPI(StreamMethods, LoopbackServer):
     def _store(self, channel: str, message: Mapping[str, Any]) -> dict[str, Any]:
         stored = copy.deepcopy(dict(message))
         try:  # malformed seeds fail here, not on some later read
-            _ts_value(stored["ts"])
+            value = _ts_value(stored["ts"])
         except (KeyError, _SlackError):
             raise ValueError(f"a seeded message needs a Slack ts, got {message!r}") from None
         self._messages.setdefault(channel, {})[str(stored["ts"])] = stored
+        # Slack's ts only grow within a channel: what we post comes after what is there.
+        micros = int(value * _MICROS)
+        self._last_micros[channel] = max(self._last_micros.get(channel, -1), micros)
         return stored
 
     @staticmethod
@@ -692,7 +699,7 @@ class FakeSlackAPI(StreamMethods, LoopbackServer):
             fault, delay = self._take_faults(method)
         if delay:
             time.sleep(delay)
-        if fault is not None:
+        if fault is not None and not fault.applied:
             return self._fault_reply(fault)
         if method == "apps.connections.open":
             return self._connections_open(headers.get("authorization", ""))
@@ -711,9 +718,10 @@ class FakeSlackAPI(StreamMethods, LoopbackServer):
             if handler is None:
                 return _Reply(404, {"ok": False, "error": "unknown_method"})
             try:
-                return _Reply(200, {"ok": True, **handler(params)})
+                reply = _Reply(200, {"ok": True, **handler(params)})
             except _SlackError as error:
-                return _Reply(200, {"ok": False, "error": str(error)})
+                reply = _Reply(200, {"ok": False, "error": str(error)})
+            return reply if fault is None else self._fault_reply(fault)
 
     def _connections_open(self, authorization: str) -> _Reply:
         """Socket Mode's URL; Slack wants the app-level token here, never the bot's."""

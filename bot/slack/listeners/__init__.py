@@ -6,6 +6,7 @@ from chanctx.bot.runtime import Runtime
 from chanctx.bot.slack.listeners import (
     assistant,
     commands,
+    feedback,
     intake_middleware,
     mentions,
     messages,
@@ -22,4 +23,5 @@ def register(app: App, runtime: Runtime) -> None:
     mentions.register(app, runtime)
     messages.register(app, runtime)
     commands.register(app, runtime)
+    feedback.register(app, runtime)
     other.register(app)  # last: the catch-all for everything else Slack sends
