@@ -46,5 +46,5 @@ def build_app(
     )
     for middleware in before:
         app.use(middleware)
-    register(app, runtime)
+    register(app, lambda team: runtime)  # one workspace: one runtime for every request
     return app

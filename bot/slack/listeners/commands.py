@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chanctx.bot.runtime import Runtime
+from chanctx.bot.slack.routing import current
 from slack_bolt import Ack, App
 
 __all__ = ["COMMAND", "register", "thread_ts_of"]
@@ -93,9 +94,10 @@ def _forget(runtime: Runtime, channel: str, words: list[str]) -> str:
     return f"Forgotten: thread {ts}. The next mention there starts afresh."
 
 
-def register(app: App, runtime: Runtime) -> None:
+def register(app: App) -> None:
     @app.command(COMMAND)
     def on_command(ack: Ack, command: dict[str, Any]) -> None:
+        runtime = current()
         words = str(command.get("text") or "").split()
         channel = str(command.get("channel_id") or "")
         verb = words[0].lower() if words else "help"

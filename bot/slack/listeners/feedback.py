@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from chanctx.bot.runtime import Runtime
 from chanctx.bot.slack.feedback_buttons import ACTION_ID, click_of
+from chanctx.bot.slack.routing import current
 from slack_bolt import Ack, App
 
 __all__ = ["register"]
@@ -15,10 +15,11 @@ __all__ = ["register"]
 logger = logging.getLogger("chanctx.feedback")
 
 
-def register(app: App, runtime: Runtime) -> None:
+def register(app: App) -> None:
     @app.action(ACTION_ID)
     def on_click(ack: Ack, body: dict[str, Any]) -> None:
         ack()
+        runtime = current()
         click = click_of(body)
         if click is None:
             logger.warning("a feedback click without its user, message or value; ignored")

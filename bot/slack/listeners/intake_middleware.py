@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from chanctx.bot.runtime import Runtime
+from chanctx.bot.slack.routing import current
 from slack_bolt import BoltResponse
 
 __all__ = ["build"]
@@ -18,8 +18,9 @@ __all__ = ["build"]
 logger = logging.getLogger("chanctx.listeners")
 
 
-def build(runtime: Runtime) -> Callable[..., BoltResponse | None]:
+def build() -> Callable[..., BoltResponse | None]:
     def intake(body: dict[str, Any], next: Callable[[], None]) -> BoltResponse | None:
+        runtime = current()
         event = body.get("event")
         if body.get("type") != "event_callback" or not isinstance(event, dict):
             next()
