@@ -189,6 +189,11 @@ def _serve(args: argparse.Namespace, options: Options, env: Mapping[str, str]) -
     from slack_sdk import WebClient
 
     settings = load_settings(options=options, env=env)
+    if settings.oauth and args.command == "run":
+        from chanctx.bot.serve_oauth import serve_oauth
+
+        serve_oauth(settings)
+        return 0
     client = WebClient(token=settings.bot_token, base_url=settings.slack_api_url)
     runtime = build_runtime(client, settings)
     if args.command == "record":

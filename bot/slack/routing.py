@@ -23,7 +23,14 @@ from slack_bolt import BoltContext, BoltResponse
 from slack_bolt.context.assistant.thread_context import AssistantThreadContext
 from slack_bolt.context.assistant.thread_context_store.store import AssistantThreadContextStore
 
-__all__ = ["RoutedThreadStore", "RuntimeFor", "current", "routing_middleware", "serving"]
+__all__ = [
+    "RoutedThreadStore",
+    "RuntimeFor",
+    "current",
+    "current_or_none",
+    "routing_middleware",
+    "serving",
+]
 
 logger = logging.getLogger("chanctx.routing")
 
@@ -31,6 +38,10 @@ logger = logging.getLogger("chanctx.routing")
 RuntimeFor = Callable[[str | None], Runtime | None]
 
 _CURRENT: ContextVar[Runtime | None] = ContextVar("chanctx_runtime", default=None)
+
+
+def current_or_none() -> Runtime | None:
+    return _CURRENT.get()
 
 
 def current() -> Runtime:
@@ -60,10 +71,18 @@ def team_of(body: dict[str, Any], context: BoltContext) -> str | None:
     return str(team) if isinstance(team, str) and team else None
 
 
+# Events about the installation itself: handled without the team's runtime (which may be gone).
+_INSTALLATION_EVENTS = frozenset({"app_uninstalled", "tokens_revoked"})
+
+
 def routing_middleware(runtime_for: RuntimeFor) -> Callable[..., BoltResponse | None]:
     def route(
         body: dict[str, Any], context: BoltContext, next: Callable[[], None]
     ) -> BoltResponse | None:
+        event = body.get("event")
+        if isinstance(event, dict) and event.get("type") in _INSTALLATION_EVENTS:
+            next()
+            return None
         team = team_of(body, context)
         runtime = runtime_for(team)
         if runtime is None:
