@@ -321,6 +321,10 @@ class FakeSlackAPI(StreamMethods, LoopbackServer):
                 except ValueError:
                     return  # a malformed ts: the bot ignores it too
 
+    def identity(self) -> dict[str, Any]:
+        """Who the bot is here (what ``auth.test`` answers), without making a call."""
+        return dict(self._auth)
+
     def messages(self, channel: str) -> list[dict[str, Any]]:
         """Every stored message of ``channel`` (top-level and replies), oldest first."""
         with self._lock:

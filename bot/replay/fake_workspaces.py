@@ -115,7 +115,7 @@ class FakeSlackWorkspaces(LoopbackServer):
                 self._revoked.discard(self.token_of(team))  # installing again
         if team is None:
             return {"ok": False, "error": "invalid_code"}
-        auth = self.teams[team]._auth
+        auth = self.teams[team].identity()
         return {
             "ok": True,
             "app_id": "A0FAKEAPP1",

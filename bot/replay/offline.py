@@ -78,12 +78,20 @@ class OfflineBot:
         history_mb: int = 256,
         claude_latency_ms: int = 0,
         stream: bool = True,
+        workspace: tuple[FakeSlackAPI, str, str, ReplayClock] | None = None,
     ) -> None:
         """``claude=True`` answers with a real Claude session against the fake Anthropic API
-        (the ``cassette``'s responses, then the offline model); sessions live in ``data_dir``."""
-        self.clock = ReplayClock(start_time)
-        self.slack = FakeSlackAPI(state or {}, clock=self.clock)
-        self.client = WebClient(token=OFFLINE_BOT_TOKEN, base_url=self.slack.url)
+        (the ``cassette``'s responses, then the offline model); sessions live in ``data_dir``.
+        ``workspace``: one team of a multi-workspace replay (its fake, the shared Web API URL,
+        its bot token, the shared clock) instead of a fake of its own."""
+        self._owns_slack = workspace is None
+        if workspace is None:
+            self.clock = ReplayClock(start_time)
+            self.slack = FakeSlackAPI(state or {}, clock=self.clock)
+            api_url, token = self.slack.url, OFFLINE_BOT_TOKEN
+        else:
+            self.slack, api_url, token, self.clock = workspace
+        self.client = WebClient(token=token, base_url=api_url)
         auth = self.client.auth_test()
         self.me = SelfIdentity(
             user_id=str(auth.get("user_id", "")), bot_id=str(auth.get("bot_id", ""))
@@ -121,7 +129,7 @@ class OfflineBot:
             )
             host = self.slack.root.removeprefix("http://").rstrip("/")
             self.media_fetcher = MediaFetcher(
-                token=OFFLINE_BOT_TOKEN, cache=MediaContentCache(), allow_http_for=frozenset({host})
+                token=token, cache=MediaContentCache(), allow_http_for=frozenset({host})
             )
             responder = ClaudeResponder(
                 self.claude_client,
@@ -162,7 +170,8 @@ class OfflineBot:
     def close(self) -> None:
         self.runtime.runner.close()
         self.runtime.close_stores()
-        self.slack.close()
+        if self._owns_slack:
+            self.slack.close()
         if self.claude_client is not None:
             self.claude_client.close()  # its connection pool holds loopback sockets
         if self.anthropic is not None:

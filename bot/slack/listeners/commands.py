@@ -25,8 +25,8 @@ HELP = (
     "• `/chanctx forget <message link>`: forget a thread's conversation with me (asks to "
     "confirm)\n"
     "• `/chanctx help`: this message\n"
-    "Mention me (@chanctx) in a channel or a thread to ask a question; react :+1: or :-1: "
-    "to an answer to tell me how it went."
+    "Mention me (@chanctx) in a channel or a thread to ask a question; tell me how an answer "
+    "went with the buttons under it (or react :+1: / :-1:)."
 )
 
 # https://acme.slack.com/archives/C0123ABCD/p1781020801000100[?thread_ts=...]
