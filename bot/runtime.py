@@ -270,7 +270,8 @@ class Runtime:
                 started[missing[0]] = orphans[0]
             for index, ts in sorted(started.items()):  # finish or replace, never post again
                 done(index, self.poster.replace(turn.channel, ts, parts[index], turn_id=key,
-                                                part=index, buttons=blocks.get(index, ())))  # fmt: skip
+                                                part=index, buttons=blocks.get(index, ()),
+                                                thread_ts=turn.thread_ts))  # fmt: skip
         for index, text in enumerate(parts):
             if index not in posted:
                 ts = self.poster.deliver(

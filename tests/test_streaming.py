@@ -251,3 +251,15 @@ def test_the_fake_enforces_the_stream_methods_rules() -> None:
         )
         # A DM needs no recipient.
         assert client.chat_startStream(channel=DM, thread_ts=ts(1))["ok"]
+
+
+def test_a_broken_stream_someone_deleted_is_posted_again_once(tmp_path: Path) -> None:
+    with new_bot(tmp_path) as bot:
+        bot.slack.fail_next("chat.appendStream", 1, status=500)
+        bot.slack.fail_next("chat.update", 1, status=200, error="message_not_found")
+        ask(bot, ts(10))
+        assert methods(bot)[-1] == "chat.postMessage"
+        finished = [m for m in bot_messages(bot) if m.get("metadata")]
+        (answer,) = finished  # the whole answer once; the deleted stream is not ours to redo
+        assert answer["text"] == ANSWER
+        assert bot.runtime.turns.outbox() == [] and bot.runtime.turns.pending() == []

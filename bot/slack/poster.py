@@ -176,7 +176,7 @@ class Poster:
             if not orphans:
                 return None
             return self.replace(channel, orphans[0], text, turn_id=turn_id, part=part,
-                                buttons=buttons)  # fmt: skip
+                                buttons=buttons, thread_ts=thread_ts)  # fmt: skip
         ts = str(streamer.ts)
         on_started(ts)
         try:
@@ -191,7 +191,8 @@ class Poster:
                 logger.info("the user stopped the answer in %s at %s", channel, ts)
                 return ts  # what they chose to keep stays; no second answer
             logger.warning("a stream broke in %s (%s): replacing it whole", channel, error)
-            return self.replace(channel, ts, text, turn_id=turn_id, part=part, buttons=buttons)
+            return self.replace(channel, ts, text, turn_id=turn_id, part=part, buttons=buttons,
+                                thread_ts=thread_ts)  # fmt: skip
         return ts
 
     def replace(
@@ -203,17 +204,25 @@ class Poster:
         turn_id: str,
         part: int,
         buttons: Sequence[dict[str, Any]] = (),
+        thread_ts: str | None = None,
     ) -> str:
         """Make message ``ts`` (a stream that broke, or one a crash left open) the whole part:
-        stop it if it still streams, then update it. Both are safe to repeat."""
+        stop it if it still streams, then update it. Both are safe to repeat. If the message is
+        gone (someone deleted it) and ``thread_ts`` is known, the part is posted instead."""
         try:
             self._client.chat_stopStream(channel=channel, ts=ts)
         except SlackApiError as error:
             if error.response.get("error") not in _GONE:
                 logger.info("stopping %s/%s: %s", channel, ts, error.response.get("error"))
-        self._client.chat_update(
-            channel=channel, ts=ts, metadata=_metadata(turn_id, part), **_content(text, buttons)
-        )
+        try:
+            self._client.chat_update(
+                channel=channel, ts=ts, metadata=_metadata(turn_id, part), **_content(text, buttons)
+            )
+        except SlackApiError as error:
+            if error.response.get("error") != "message_not_found" or not thread_ts:
+                raise
+            logger.info("%s/%s is gone: posting the part instead", channel, ts)
+            return self.post(channel, thread_ts, text, turn_id=turn_id, part=part, buttons=buttons)
         return ts
 
     def post(
