@@ -263,3 +263,16 @@ def test_a_broken_stream_someone_deleted_is_posted_again_once(tmp_path: Path) ->
         (answer,) = finished  # the whole answer once; the deleted stream is not ours to redo
         assert answer["text"] == ANSWER
         assert bot.runtime.turns.outbox() == [] and bot.runtime.turns.pending() == []
+
+
+def test_a_long_part_grows_in_a_bounded_number_of_appends(tmp_path: Path) -> None:
+    long = " ".join(f"Sentence {n} about the deploy and its rollback." for n in range(220))
+    assert 10_000 < len(long) < 12_000  # one part
+    with OfflineBot(
+        copy.deepcopy(STATE), responder=Answers(long), start_time=START, data_dir=tmp_path
+    ) as bot:
+        ask(bot, ts(10))
+        appends = methods(bot).count("chat.appendStream")
+        assert 5 <= appends <= 11  # Slack's appendStream budget is 100+ a minute per workspace
+        (answer,) = bot_messages(bot)
+        assert answer["text"] == long

@@ -40,6 +40,9 @@ EVENT_TYPE: Final = "chanctx_turn"
 _RETRIES: Final = 4  # per kind of failure: with backoff, about 15 s of trying
 _TIMEOUT: Final = 15  # seconds for one HTTP request
 _FIRST_WORDS: Final = 80  # characters the stream starts with
+# appendStream is Tier 4 (100+ a minute per workspace): a long part grows in at most this many
+# appends (bigger pieces), so a few long answers at once stay well under it.
+_MAX_APPENDS: Final = 10
 # Refusals that mean this Slack (or this token) does not stream at all: stop trying.
 _NO_STREAMING: Final = frozenset(
     {"unknown_method", "method_deprecated", "deprecated_endpoint", "not_allowed_token_type"}
@@ -154,7 +157,7 @@ class Poster:
             thread_ts=thread_ts,
             recipient_team_id=team or None,
             recipient_user_id=user or None,
-            buffer_size=self.stream_buffer,
+            buffer_size=max(self.stream_buffer, len(text) // _MAX_APPENDS),
         )
         pieces = _PIECE.findall(text)
         first = ""
