@@ -42,6 +42,8 @@ class BotProcess:
         *,
         socket_mode: bool = False,
         connected: Callable[[], bool] | None = None,
+        extra_args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.socket_mode = socket_mode
@@ -60,6 +62,9 @@ class BotProcess:
         }
         if socket_mode:
             self.env["SLACK_APP_TOKEN"] = "xapp-process-test"
+        self.env.update(env or {})  # an empty value removes the variable
+        self.env = {k: v for k, v in self.env.items() if v != ""}
+        self.extra_args = extra_args
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
@@ -69,6 +74,7 @@ class BotProcess:
         command = [sys.executable, "-m", "chanctx.bot.cli", "run"]
         if not self.socket_mode:
             command += ["--http", "--host", "127.0.0.1", "--port", str(self.port)]
+        command += list(self.extra_args)
         self.process = subprocess.Popen(command, env=self.env, stdout=log, stderr=log)
         log.close()
         deadline = time.monotonic() + timeout

@@ -111,7 +111,7 @@ def parser() -> argparse.ArgumentParser:
         "--post-error-rate",
         type=float,
         default=0.0,
-        help="share of chat.postMessage calls answered with 500 or 429 (Retry-After 1)",
+        help="share of answer calls (posts, stream calls, updates) answered 500 or 429 (Retry-After 1)",
     )
     fakes.add_argument("--seed", type=int, default=0, help="seed for the injected errors")
     return root
@@ -205,6 +205,11 @@ def _serve(args: argparse.Namespace, options: Options, env: Mapping[str, str]) -
     from slack_sdk import WebClient
 
     settings = load_settings(options=options, env=env)
+    if settings.oauth and args.command == "run":
+        from chanctx.bot.serve_oauth import serve_oauth
+
+        serve_oauth(settings)
+        return 0
     client = WebClient(token=settings.bot_token, base_url=settings.slack_api_url)
     runtime = build_runtime(client, settings)
     if args.command == "record":

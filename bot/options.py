@@ -62,6 +62,7 @@ class Options(BaseModel):
     log_format: Literal["text", "json"] = "text"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     http: bool = False
+    oauth: bool = False
     host: str = "0.0.0.0"
     port: int = 3000
     claude: bool = True
@@ -233,6 +234,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "http", "--http", "CHANCTX_HTTP", _switch, "1 or 0",
         "serve the HTTP Events API instead of Socket Mode", commands=SERVING, switch_value=True,
+    ),
+    Setting(
+        "oauth", "--oauth", "CHANCTX_OAUTH", _switch, "1 or 0",
+        "with --http: many workspaces, installed through Slack's OAuth flow "
+        "(SLACK_CLIENT_ID, SLACK_CLIENT_SECRET)", commands=frozenset({"run"}), switch_value=True,
     ),
     Setting(
         "host", "--host", "CHANCTX_HOST", _text, "an address",

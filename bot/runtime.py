@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -24,6 +24,7 @@ from chanctx.bot.claude.answers import AnswerRunner, NullResponder, Responder, T
 from chanctx.bot.engine import ContextEngine
 from chanctx.bot.playbooks import ChannelPlaybooks
 from chanctx.bot.slack.assistant_threads import AssistantThreads
+from chanctx.bot.slack.feedback_buttons import feedback_block
 from chanctx.bot.slack.markdown import split_markdown
 from chanctx.bot.slack.membership import MembershipChecker
 from chanctx.bot.slack.poster import Poster
@@ -55,6 +56,8 @@ class Runtime:
     responder: Responder = field(default_factory=NullResponder)
     workers: int = 4
     post_backoff: float = 0.5  # seconds before the first retry of a failed post, doubling
+    stream: bool = True  # stream answers (chat.startStream...) where Slack lets us
+    team_id: str = ""  # the workspace (the default recipient team of a stream)
     keep_results: int | None = None  # answers kept for inspection (None: all, for replay)
     lock: threading.RLock = field(default_factory=threading.RLock)
     # The assistant pane: which channel each pane thread views (persisted by serve/replay).
@@ -82,6 +85,7 @@ class Runtime:
         self.poster = Poster(
             self.client, bot_id=me.bot_id, bot_user=me.user_id, backoff=self.post_backoff
         )
+        self.poster.streaming = self.stream
         self._seen_events = TTLCache(maxsize=20_000, ttl=_DEDUP_SECONDS)
         self._in_flight = set()
         self.last_usage = LRUCache(maxsize=1_000)
@@ -176,7 +180,11 @@ class Runtime:
         for entry in outbox:
             turn = Turn(**entry.payload)
             try:
-                self._deliver(turn, list(entry.parts), dict(entry.posted), check_thread=True)
+                self._deliver(
+                    turn, list(entry.parts), dict(entry.posted), check_thread=True,
+                    streaming=dict(entry.streaming),
+                    buttons=not entry.parts[0].startswith(_FAILURE_TEXT[:20]),
+                )  # fmt: skip
             except SlackApiError as error:
                 logger.warning("could not post a recovered answer: %s", error)
             picked += 1
@@ -252,35 +260,63 @@ class Runtime:
         return result
 
     def _deliver(
-        self, turn: Turn, parts: list[str], posted: dict[int, str], *, check_thread: bool = False
+        self,
+        turn: Turn,
+        parts: list[str],
+        posted: dict[int, str],
+        *,
+        check_thread: bool = False,
+        streaming: dict[int, str] | None = None,
+        buttons: bool = True,
     ) -> list[str]:
-        """Write the answer to the outbox, post each part not yet posted, then finish."""
+        """Write the answer to the outbox, deliver each part not yet posted (streamed where
+        Slack lets us), then finish. The last part of an answer carries the feedback buttons."""
         key = turn_id(turn)
         self.turns.write_reply(key, parts)
+        last = len(parts) - 1
+        blocks = {last: [feedback_block(key)]} if buttons else {}
+
+        def done(index: int, ts: str) -> None:
+            posted[index] = ts
+            self.turns.mark_posted(key, index, ts)
+            if self.feedback is not None:
+                self.feedback.record_answer(turn.channel, ts, key)
+
         if check_thread:  # after a crash: what did we post before the journal heard of it?
-            found = self.poster.already_posted(turn.channel, turn.thread_ts, key)
-            for part, ts in found.items():
-                self.turns.mark_posted(key, part, ts)
-                if self.feedback is not None:
-                    self.feedback.record_answer(turn.channel, ts, key)
-            posted = {**found, **posted}
+            scan = self.poster.scan(turn.channel, turn.thread_ts, key, after_ts=turn.anchor_ts)
+            for part, ts in scan.found.items():
+                done(part, ts)
+            started = {p: ts for p, ts in (streaming or {}).items() if p not in posted}
+            known = set(posted.values()) | set(started.values())
+            orphans = [ts for ts in scan.orphans if ts not in known]
+            missing = [i for i in range(len(parts)) if i not in posted and i not in started]
+            if orphans and missing:  # a stream started just before the crash, not journaled
+                started[missing[0]] = orphans[0]
+            for index, ts in sorted(started.items()):  # finish or replace, never post again
+                done(index, self.poster.replace(turn.channel, ts, parts[index], turn_id=key,
+                                                part=index, buttons=blocks.get(index, ()),
+                                                thread_ts=turn.thread_ts))  # fmt: skip
         for index, text in enumerate(parts):
             if index not in posted:
-                posted[index] = self.poster.post(
-                    turn.channel, turn.thread_ts, text, turn_id=key, part=index
-                )
-                self.turns.mark_posted(key, index, posted[index])
-                if self.feedback is not None:
-                    self.feedback.record_answer(turn.channel, posted[index], key)
+                ts = self.poster.deliver(
+                    turn.channel, turn.thread_ts, text, turn_id=key, part=index,
+                    recipient=(turn.team or self.team_id, turn.user), after_ts=turn.anchor_ts,
+                    buttons=blocks.get(index, ()), on_started=self._journal_stream(key, index),
+                )  # fmt: skip
+                done(index, ts)
         self.turns.finish(key)
         return [posted[i] for i in sorted(posted)]
+
+    def _journal_stream(self, key: str, part: int) -> Callable[[str], None]:
+        """What the poster calls once a part's stream has a ts (before any text follows)."""
+        return lambda ts: self.turns.mark_streaming(key, part, ts)
 
     def _fail(self, turn: Turn, reason: str) -> None:
         """An honest reply when the answer failed; the turn is done either way, so a broken
         question cannot fail again on every restart."""
         key = turn_id(turn)
         try:
-            self._deliver(turn, [_FAILURE_TEXT.format(reason=reason)], {})
+            self._deliver(turn, [_FAILURE_TEXT.format(reason=reason)], {}, buttons=False)
         except SlackApiError:
             logger.warning(
                 "could not post the failure notice in %s/%s", turn.channel, turn.thread_ts

@@ -52,10 +52,15 @@ def _limiter(options: Options, team: str) -> Limiter:
     return RedisRateLimiter(client, team)
 
 
-def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Runtime:
+def build_runtime(
+    client: WebClient, settings: RunSettings | None = None, *, data_dir: Path | None = None
+) -> Runtime:
     """Learn who we are (auth.test) and wire the engine to the rate-limited Web API and, with
-    an API key, to Claude. The recipe is validated here, so a bad context.yaml stops start-up."""
+    an API key, to Claude. The recipe is validated here, so a bad context.yaml stops start-up.
+    ``data_dir``: where this runtime keeps its files (a team's own with --oauth)."""
     options = settings.options if settings is not None else Options()
+    if data_dir is None and settings is not None:
+        data_dir = settings.data_dir
     auth = client.auth_test()
     me = SelfIdentity(user_id=str(auth.get("user_id", "")), bot_id=str(auth.get("bot_id", "")))
     team = str(auth.get("team_id", ""))
@@ -72,7 +77,6 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
             max_bytes=options.history_mb * 2**20,
         ),
     )
-    data_dir = settings.data_dir if settings else None
     claude = (
         anthropic.Anthropic(api_key=settings.anthropic_api_key, max_retries=3)
         if settings is not None and settings.anthropic_api_key
@@ -91,11 +95,11 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
             claude,
             engine=engine,
             playbooks=playbooks,
-            store=SessionStore(Path(settings.data_dir)),
+            store=SessionStore(Path(data_dir or settings.data_dir)),
             team=team,
             recipe=RecipeRunner(load_recipe(home), home=home, cwd=Path.cwd()),
             # The token goes only to Slack's file hosts over HTTPS (bot/slack/media.py).
-            media=MediaFetcher(token=settings.bot_token, cache=MediaContentCache()),
+            media=MediaFetcher(token=str(client.token or ""), cache=MediaContentCache()),
             settings=session_settings(options),
         )
     return Runtime(
@@ -109,6 +113,7 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
         feedback=FeedbackStore(data_dir),
         playbooks=playbooks,
         keep_results=200,  # memory stays flat however many answers a running bot gives
+        team_id=team,
     )
 
 

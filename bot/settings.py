@@ -43,7 +43,7 @@ class RunSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     mode: Literal["socket", "http"]
-    bot_token: str = Field(repr=False)
+    bot_token: str = Field(default="", repr=False)  # "" with --oauth: each team has its own
     app_token: str | None = Field(default=None, repr=False)
     signing_secret: str | None = Field(default=None, repr=False)
     # None: context-only mode (--no-claude), nothing is answered.
@@ -51,6 +51,14 @@ class RunSettings(BaseModel):
     options: Options
     # The Web API base URL (SLACK_API_URL): Slack's own unless pointed at loopback fakes.
     slack_api_url: str = SLACK_API
+    # --oauth: the app's credentials, and the redirect URL if Slack has several on file.
+    client_id: str | None = None
+    client_secret: str | None = Field(default=None, repr=False)
+    redirect_uri: str | None = None
+
+    @property
+    def oauth(self) -> bool:
+        return self.client_id is not None
 
     @property
     def port(self) -> int:
@@ -106,12 +114,23 @@ def load_settings(
     options = options.model_copy(update={k: v for k, v in given.items() if v is not None})
     if not 0 < options.port < 65536:
         raise SettingsError(f"--port {options.port} is not a TCP port (1-65535).")
-    bot_token = _require(env, "SLACK_BOT_TOKEN", "xoxb-", "the bot token from OAuth & Permissions")
-    common: dict[str, object] = {
-        "bot_token": bot_token,
-        "options": options,
-        "slack_api_url": _slack_api_url(env),
-    }
+    common: dict[str, object] = {"options": options, "slack_api_url": _slack_api_url(env)}
+    if options.oauth:
+        if not options.http:
+            raise SettingsError(
+                "--oauth needs --http: Socket Mode serves one workspace (its SLACK_BOT_TOKEN)."
+            )
+        common["client_id"] = _require(
+            env, "SLACK_CLIENT_ID", None, "Basic Information > App Credentials > Client ID"
+        )
+        common["client_secret"] = _require(
+            env, "SLACK_CLIENT_SECRET", None, "Basic Information > App Credentials > Client Secret"
+        )
+        common["redirect_uri"] = env.get("SLACK_REDIRECT_URI", "").strip() or None
+    else:
+        common["bot_token"] = _require(
+            env, "SLACK_BOT_TOKEN", "xoxb-", "the bot token from OAuth & Permissions"
+        )
     if options.http:
         common.update(
             mode="http",

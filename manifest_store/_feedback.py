@@ -1,8 +1,9 @@
-"""What people said about the bot's answers: reactions (and, later, feedback buttons) per turn.
+"""What people said about the bot's answers: reactions and feedback-button clicks, per turn.
 
 One append-only JSONL file in the data dir (``feedback.jsonl``, each line fsynced): ``answer``
 lines tie a posted message (channel, ts) to the turn that produced it, ``vote`` lines record a
-person's reaction on one of those messages. The playbook (seeds 002/004) reads the votes of a
+person's reaction on one of those messages, or a click on its feedback buttons (the other
+button's earlier click is taken back: a person holds one button verdict per answer). The playbook (seeds 002/004) reads the votes of a
 turn to credit or blame what was in its context. A damaged line is skipped with one warning
 naming the file and line, as in the turn journal.
 """
@@ -50,7 +51,7 @@ class Vote:
     user: str
     verdict: Verdict
     added: bool  # False: the person took the reaction back
-    source: str  # "reaction:<name>" (buttons later)
+    source: str  # "reaction:<name>" or "button:helpful" / "button:harmful"
     at: float
 
 
@@ -102,6 +103,34 @@ class FeedbackStore:
             self._write({"op": "vote", **vote.__dict__})
             return vote
 
+    def record_click(
+        self, channel: str, ts: str, user: str, *, helpful: bool, turn: str | None = None
+    ) -> Vote | None:
+        """A click on an answer's feedback buttons: a vote on its turn (the message's turn, or
+        ``turn`` named by the button's block when this store no longer knows the message)."""
+        verdict: Verdict = "helpful" if helpful else "harmful"
+        other: Verdict = "harmful" if helpful else "helpful"
+        with self._lock:
+            known = self._answers.get((channel, ts))
+            # A turn id names its channel first; a block naming another channel is not believed.
+            turn = known or (turn if turn and turn.startswith(f"{channel}:") else None)
+            if turn is None:
+                return None
+            now = self._clock()
+            held = self._held_buttons(turn, user)
+            if other in held:  # changed their mind: the other button no longer counts
+                taken = Vote(turn, user, other, False, f"button:{other}", now)
+                self._apply_vote(taken)
+                self._write({"op": "vote", **taken.__dict__})
+            vote = Vote(turn, user, verdict, True, f"button:{verdict}", now)
+            self._apply_vote(vote)
+            self._write({"op": "vote", **vote.__dict__})
+            return vote
+
+    def votes(self, turn: str) -> list[Vote]:
+        with self._lock:
+            return list(self._votes.get(turn, []))
+
     def tally(self, turn: str) -> dict[Verdict, int]:
         """People who currently hold each verdict on ``turn`` (a reaction taken back no longer
         counts; one person counts once per verdict)."""
@@ -127,6 +156,13 @@ class FeedbackStore:
         self._answers.move_to_end((channel, ts))
         while len(self._answers) > _MAX_ANSWERS:
             self._answers.popitem(last=False)
+
+    def _held_buttons(self, turn: str, user: str) -> set[Verdict]:
+        held: dict[Verdict, bool] = {}
+        for vote in self._votes.get(turn, []):
+            if vote.user == user and vote.source.startswith("button:"):
+                held[vote.verdict] = vote.added
+        return {verdict for verdict, on in held.items() if on}
 
     def _apply_vote(self, vote: Vote) -> None:
         self._votes.setdefault(vote.turn, []).append(vote)

@@ -4,13 +4,15 @@ A turn's life, each step one fsynced JSONL line before the next step is taken:
 
     queued  (before the event is acknowledged; with the event id that brought it)
     reply   (the answer, split into the parts to post: the outbox)
+    streaming (a part's stream started: its ts, before any text is appended)
     posted  (one line per part, with the ts Slack gave it)
     done    (every part confirmed; the turn leaves the queue)
 
 After a crash, ``pending()`` lists the turns queued but never answered, and ``outbox()`` the
 answers written but not confirmed posted: the bot answers the first and, for the second, looks
 in the thread for parts it may have posted before the crash (by the turn id in the message
-metadata) before posting the rest. Turn ids and event ids stay known for ``remember_seconds``
+metadata) before posting the rest; a part whose stream started is finished by replacing that
+message, never posted again. Turn ids and event ids stay known for ``remember_seconds``
 after a turn is done, so Slack's retries of the same mention, even after a restart, find it.
 
 A torn or corrupt line anywhere is skipped with one warning naming the file and line: the
@@ -48,6 +50,7 @@ class PendingTurn:
     event_ids: set[str] = field(default_factory=set)
     parts: list[str] | None = None  # the outbox: the answer's parts, once written
     posted: dict[int, str] = field(default_factory=dict)  # part index -> Slack ts
+    streaming: dict[int, str] = field(default_factory=dict)  # part -> ts of its started stream
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class OutboxEntry:
     payload: dict[str, Any]
     parts: tuple[str, ...]
     posted: dict[int, str]
+    streaming: dict[int, str] = field(default_factory=dict)  # started, not confirmed posted
 
 
 class TurnStore(Protocol):
@@ -65,6 +69,7 @@ class TurnStore(Protocol):
     def seen_event(self, event_id: str) -> bool: ...
     def write_reply(self, turn_id: str, parts: list[str]) -> None: ...
     def mark_posted(self, turn_id: str, part: int, ts: str) -> None: ...
+    def mark_streaming(self, turn_id: str, part: int, ts: str) -> None: ...
     def finish(self, turn_id: str) -> None: ...
     def pending(self) -> list[PendingTurn]: ...
     def outbox(self) -> list[OutboxEntry]: ...
@@ -147,6 +152,15 @@ class TurnJournal:
             turn.posted[part] = ts
             self._write({"op": "posted", "turn": turn_id, "part": part, "ts": ts})
 
+    def mark_streaming(self, turn_id: str, part: int, ts: str) -> None:
+        """A part's stream started as message ``ts``: after a crash it is finished, not redone."""
+        with self._lock:
+            turn = self._turns.get(turn_id)
+            if turn is None or part in turn.posted or part in turn.streaming:
+                return
+            turn.streaming[part] = ts
+            self._write({"op": "streaming", "turn": turn_id, "part": part, "ts": ts})
+
     def finish(self, turn_id: str) -> None:
         with self._lock:
             turn = self._turns.pop(turn_id, None)
@@ -170,7 +184,13 @@ class TurnJournal:
         with self._lock:
             open_ = [t for t in self._turns.values() if t.parts is not None]
             return [
-                OutboxEntry(t.turn_id, dict(t.payload), tuple(t.parts or ()), dict(t.posted))
+                OutboxEntry(
+                    t.turn_id,
+                    dict(t.payload),
+                    tuple(t.parts or ()),
+                    dict(t.posted),
+                    {p: ts for p, ts in t.streaming.items() if p not in t.posted},
+                )
                 for t in sorted(open_, key=lambda t: t.queued_at)
             ]
 
@@ -306,6 +326,8 @@ class TurnJournal:
             turn.parts = [str(p) for p in entry["parts"]]
         elif op == "posted":
             turn.posted[int(entry["part"])] = str(entry["ts"])
+        elif op == "streaming":
+            turn.streaming[int(entry["part"])] = str(entry["ts"])
         else:
             raise KeyError(op)
 
@@ -334,6 +356,11 @@ def _entries_of(turn: PendingTurn) -> list[dict[str, Any]]:
     ]  # fmt: skip
     if turn.parts is not None:
         entries.append({"op": "reply", "turn": turn.turn_id, "parts": turn.parts})
+    entries += [
+        {"op": "streaming", "turn": turn.turn_id, "part": part, "ts": ts}
+        for part, ts in sorted(turn.streaming.items())
+        if part not in turn.posted
+    ]
     entries += [
         {"op": "posted", "turn": turn.turn_id, "part": part, "ts": ts}
         for part, ts in sorted(turn.posted.items())

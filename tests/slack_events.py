@@ -127,3 +127,37 @@ def reaction(
         "item_user": "U1",
         "event_ts": at,
     }
+
+
+def feedback_click(
+    message_ts: str,
+    *,
+    helpful: bool,
+    user: str = "U2",
+    turn: str | None = None,
+    channel: str = CHANNEL,
+    at: str | None = None,
+) -> dict[str, Any]:
+    """A click on an answer's feedback buttons: Slack's ``block_actions`` payload."""
+    block_id = f"chanctx_feedback:{turn or f'{channel}:{message_ts}'}"
+    return {
+        "type": "block_actions",
+        "token": "REDACTED",
+        "api_app_id": "A0TEST0001",
+        "team": {"id": TEAM, "domain": "test"},
+        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM},
+        "container": {
+            "type": "message", "message_ts": message_ts, "channel_id": channel,
+            "is_ephemeral": False,
+        },
+        "channel": {"id": channel, "name": "general"},
+        "trigger_id": "1.2.REDACTED",
+        "response_url": "https://hooks.slack.com/actions/REDACTED",
+        "actions": [
+            {
+                "type": "feedback_buttons", "action_id": "chanctx_feedback",
+                "block_id": block_id, "value": "helpful" if helpful else "not_helpful",
+                "action_ts": at or message_ts,
+            }
+        ],
+    }  # fmt: skip

@@ -80,6 +80,33 @@ def test_a_non_member_gets_no_content_of_that_channel_anywhere(bot: OfflineBot) 
     assert posted and not any(t in p["text"] for p in posted for t in PAYMENTS_TEXTS)
 
 
+def test_nothing_of_the_viewed_channel_is_anywhere_in_what_was_sent_for_a_non_member(
+    bot: OfflineBot,
+) -> None:
+    """The issue's words: no content of the channel anywhere in what was sent. Every message of
+    #payments, against every request to Claude in Kim's turn and every Slack call made for it."""
+    fixture = load_fixture(FIXTURE)
+    texts = [m["text"] for m in fixture.slack_api["history"][PAYMENTS]]
+    texts += [e["event"].get("text", "") for e in fixture.envelopes
+              if e["event"].get("channel") == PAYMENTS]  # fmt: skip
+    probes = [text[:30] for text in texts if text]
+    assert len(probes) >= 3
+    assert bot.anthropic is not None
+    kim = results(bot)[1]
+    to_claude = [json.dumps(r.body) for r in bot.anthropic.requests if KIM_DM in json.dumps(r.body)]
+    to_slack = [json.dumps(c.params) for c in bot.slack.calls if KIM_DM in json.dumps(c.params)]
+    shown = [json.dumps(c) for c in bot.slack.sent if c["channel"] == KIM_DM]
+    assert to_claude and to_slack and shown
+    for sent in (*to_claude, *to_slack, *shown, json.dumps(kim.reply)):
+        assert not any(probe in sent for probe in probes)
+    # And nothing of it was read for Kim: no Slack read names the channel after her question.
+    kim_at = next(i for i, c in enumerate(bot.slack.calls) if KIM_DM in json.dumps(c.params))
+    later = bot.slack.calls[kim_at:]
+    until = next(i for i, c in enumerate(later) if c.method == "chat.stopStream")
+    reads = [c for c in later[:until] if c.params.get("channel") == PAYMENTS]
+    assert [c.method for c in reads] in ([], ["conversations.members"])
+
+
 def test_a_context_change_moves_the_next_question_to_the_new_channel(bot: OfflineBot) -> None:
     later = results(bot)[2]
     assert later.turn.viewed_channel == DEPLOYS

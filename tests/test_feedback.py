@@ -15,7 +15,16 @@ from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.runtime import turn_id
 from chanctx.manifest_store import FEEDBACK_FILE, FeedbackStore
 
-from .slack_events import BOT_USER, CHANNEL, STATE, envelope, mention_pair, reaction, ts
+from .slack_events import (
+    BOT_USER,
+    CHANNEL,
+    STATE,
+    envelope,
+    feedback_click,
+    mention_pair,
+    reaction,
+    ts,
+)
 
 START = float(ts(0).split(".")[0])
 
@@ -87,3 +96,47 @@ def test_votes_survive_a_restart_and_a_damaged_line_is_skipped(
         react(again, answer_ts, "+1", user="U5")
         assert again.runtime.feedback is not None
         assert again.runtime.feedback.tally(turn) == {"helpful": 1, "harmful": 1}
+
+
+def test_feedback_button_clicks_are_votes_on_the_turn_and_a_change_of_mind_counts_once(
+    tmp_path: Path,
+) -> None:
+    with new_bot(tmp_path) as bot:
+        answer_ts, turn = answered(bot, ts(10))
+        (message,) = [m for m in bot.slack.messages(CHANNEL) if m["ts"] == answer_ts]
+        (block,) = message["blocks"]  # the buttons came with the answer
+        assert block["block_id"] == f"chanctx_feedback:{turn}"
+        assert bot.dispatch(feedback_click(answer_ts, helpful=True, turn=turn)).status == 200
+        assert bot.dispatch(feedback_click(answer_ts, helpful=True, user="U1")).status == 200
+        assert bot.runtime.feedback is not None
+        assert bot.runtime.feedback.tally(turn) == {"helpful": 2, "harmful": 0}
+        bot.dispatch(feedback_click(answer_ts, helpful=False, turn=turn))  # U2 changes their mind
+        assert bot.runtime.feedback.tally(turn) == {"helpful": 1, "harmful": 1}
+        # Reactions and clicks land in the same store, per turn.
+        react(bot, answer_ts, "+1", user="U3")
+        assert bot.runtime.feedback.tally(turn) == {"helpful": 2, "harmful": 1}
+        sources = [v.source for v in bot.runtime.feedback.votes(turn)]
+        assert sources[:2] == ["button:helpful", "button:helpful"]
+        assert "reaction:+1" in sources
+    with new_bot(tmp_path) as again:  # durable
+        assert again.runtime.feedback is not None
+        assert again.runtime.feedback.tally(turn) == {"helpful": 2, "harmful": 1}
+
+
+def test_a_click_that_names_no_answer_of_ours_or_is_malformed_counts_nothing(
+    tmp_path: Path,
+) -> None:
+    with new_bot(tmp_path) as bot:
+        answer_ts, turn = answered(bot, ts(10))
+        store = bot.runtime.feedback
+        assert store is not None
+        # A message that is not an answer, and a block naming another channel's turn.
+        assert bot.dispatch(feedback_click(ts(10), helpful=True, turn="C0OTHER:1.2")).status == 200
+        broken = feedback_click(answer_ts, helpful=True)
+        broken["actions"][0]["value"] = "maybe"
+        assert bot.dispatch(broken).status == 200
+        no_user = feedback_click(answer_ts, helpful=True)
+        no_user["user"] = {}
+        assert bot.dispatch(no_user).status == 200
+        assert store.tally(turn) == {"helpful": 0, "harmful": 0}
+        assert store.votes("C0OTHER:1.2") == []

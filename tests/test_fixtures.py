@@ -102,7 +102,10 @@ def test_every_fixture_replays_deterministically(name: str) -> None:
 
 def test_every_fixture_directory_is_tested() -> None:
     # A fixture is tested here by tests named test_<fixture>_..., or by a module of its own.
-    tested = {n for n in ALL_FIXTURES if any(f.startswith(f"test_{n}_") for f in globals())}
+    from . import test_native_fixtures  # the Slack-native fixtures (fixtures/build_native.py)
+
+    names = [*globals(), *vars(test_native_fixtures)]
+    tested = {n for n in ALL_FIXTURES if any(f.startswith(f"test_{n}_") for f in names)}
     tested |= {p.name for p in (test_replay_demo.DEMO,) if p.parent == FIXTURES}
     assert {"demo", *SMALL} <= set(ALL_FIXTURES)
     assert set(ALL_FIXTURES) <= tested, f"fixtures without a test: {set(ALL_FIXTURES) - tested}"
@@ -402,11 +405,13 @@ def test_broken_answers_are_told_honestly_and_each_thread_keeps_working(tmp_path
     assert turns[3]["tool_calls"] and not turns[3]["tool_calls"][0]["is_error"]
     # Every request the replay sent passed the fake's check of the API's rules.
     assert found["claude"]["rejected"] == 0
-    # What each user saw is in the report: one message per turn, the reply itself.
+    # What each user saw is in the report: one message per turn, streamed, the reply itself.
     for turn in turns:
-        (posted,) = turn["posted"]
-        assert posted["method"] == "chat.postMessage"
-        assert posted["markdown_text"] == posted["text"] == turn["reply"]
+        calls = turn["posted"]
+        assert calls[0]["method"] == "chat.startStream"
+        assert calls[-1]["method"] == "chat.stopStream" and len({c["ts"] for c in calls}) == 1
+        assert "".join(c["markdown_text"] or "" for c in calls) == turn["reply"]
+        assert calls[-1]["text"] == turn["reply"]
     sent = [json.loads(line) for line in requests_out.read_text().splitlines()]
     assert len(sent) == found["claude"]["requests"] == 5
     assert all(problems(body) == [] for body in sent)

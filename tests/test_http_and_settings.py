@@ -183,3 +183,20 @@ def test_record_writes_a_replayable_fixture(tmp_path: Path) -> None:
     report = replay(load_fixture(tmp_path / "rec"))
     assert len(report["turns"]) == 1
     assert report["turns"][0]["context"]["snapshot"]["anchor"]["author"]["display_name"] == "Sam"
+
+
+def test_oauth_needs_http_and_the_app_credentials_not_a_bot_token() -> None:
+    with pytest.raises(SettingsError, match="--oauth needs --http"):
+        load_settings(env={"CHANCTX_OAUTH": "1", "SLACK_APP_TOKEN": "xapp-1"}, claude=False)
+    oauth = {"CHANCTX_OAUTH": "1", "SLACK_SIGNING_SECRET": "s"}
+    with pytest.raises(SettingsError, match="SLACK_CLIENT_ID is not set"):
+        load_settings(http=True, env=oauth, claude=False)
+    with pytest.raises(SettingsError, match="SLACK_CLIENT_SECRET is not set") as caught:
+        load_settings(http=True, env={**oauth, "SLACK_CLIENT_ID": "11.22"}, claude=False)
+    settings = load_settings(
+        http=True,
+        claude=False,
+        env={**oauth, "SLACK_CLIENT_ID": "11.22", "SLACK_CLIENT_SECRET": "shh-secret"},
+    )
+    assert settings.oauth and settings.bot_token == "" and "shh-secret" not in repr(settings)
+    assert "shh-secret" not in str(caught.value)

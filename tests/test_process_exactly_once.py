@@ -1,5 +1,5 @@
 """kill -9 at random points while 50 mentions arrive, Slack's retries after each restart, and a
-Slack that fails 30% of posts: every mention gets exactly one reply.
+Slack that fails 30% of posts and stream calls: every mention gets exactly one whole reply.
 
 The bot is a real `chanctx run --http` process; Slack's Web API and the Messages API are the
 fakes, served from this test over loopback (they outlive the bot, as Slack does).
@@ -83,4 +83,11 @@ def test_every_mention_is_answered_exactly_once_through_kills_retries_and_post_e
         assert not missing, f"{len(missing)} mentions never answered; log: {bot.log_tail()}"
         assert not doubled, f"answered more than once: {doubled}"
         assert bot.starts == 5  # four kills, four restarts
-        assert slack.post_error_rate == 0.3 and slack.call_counts()["chat.postMessage"] > MENTIONS
+        # Answers are streamed; 30% of every post, stream call and update failed (500 / 429).
+        calls = slack.call_counts()
+        assert slack.post_error_rate == 0.3 and calls["chat.startStream"] > MENTIONS
+        # Each reply is whole: finished (its turn in the metadata), no stream left open.
+        replies = [
+            m for m in slack.messages(CHANNEL) if m.get("user") == BOT_USER and m.get("thread_ts")
+        ]
+        assert all(m.get("metadata") for m in replies) and slack.streaming() == []

@@ -272,9 +272,10 @@ def test_tool_loop_sends_real_tool_outputs_back_and_posts_the_answer_in_the_thre
         assert [c.is_error for c in result.tool_calls] == [False, False]
         assert result.usage["requests"] == 3
 
-        # The answer is posted once, in the mention's thread.
-        posts = [c.params for c in bot.slack.calls if c.method == "chat.postMessage"]
+        # The answer is posted once (streamed), in the mention's thread.
+        posts = bot.slack.posted
         assert [(p.get("thread_ts"), p.get("markdown_text")) for p in posts] == [(ROOT, final)]
+        assert bot.slack.call_counts().get("chat.postMessage") is None
         assert result.reply == final and result.error is None
 
 
@@ -926,10 +927,11 @@ def test_a_long_markdown_answer_is_posted_as_markdown_in_several_messages(
     with new_bot(data_dir, cassette=[answer(markdown)]) as bot:
         incident_thread(bot)
         mention(bot, ts(10), "give me the full checklist", thread_ts=ROOT)
-        posts = [c.params for c in bot.slack.calls if c.method == "chat.postMessage"]
+        posts = bot.slack.posted  # each part streamed as its own message
+        assert bot.slack.call_counts()["chat.stopStream"] == 3
 
     assert len(posts) == 3
-    assert all(p.get("thread_ts") == ROOT and "text" not in p for p in posts)
+    assert all(p.get("thread_ts") == ROOT for p in posts)
     chunks = [str(p["markdown_text"]) for p in posts]
     assert all(len(chunk) <= MARKDOWN_LIMIT for chunk in chunks)
     assert all(chunk.startswith("## Step") for chunk in chunks)  # split between sections

@@ -27,6 +27,10 @@ REQUIRED: dict[str, set[str]] = {
     "conversations.replies": HISTORY,
     "users.info": {"users:read"},
     "chat.postMessage": {"chat:write"},
+    "chat.update": {"chat:write"},
+    "chat.startStream": {"chat:write"},
+    "chat.appendStream": {"chat:write"},
+    "chat.stopStream": {"chat:write"},
     "reactions.add": {"reactions:write"},
     "reactions.remove": {"reactions:write"},
     "files.info": {"files:read"},
@@ -72,3 +76,11 @@ def test_the_slash_command_the_app_answers_is_declared_with_its_scope() -> None:
     declared = [c["command"] for c in manifest["features"]["slash_commands"]]
     assert declared == [COMMAND]
     assert "commands" in manifest_scopes()
+
+
+def test_an_oauth_install_asks_for_exactly_the_manifest_scopes() -> None:
+    from chanctx.bot.slack.scopes import BOT_SCOPES
+
+    assert sorted(BOT_SCOPES) == sorted(manifest_scopes())
+    manifest = yaml.safe_load((ROOT / "slack-app-manifest.yaml").read_text())
+    assert manifest["settings"]["interactivity"]["is_enabled"] is True  # feedback buttons

@@ -47,10 +47,13 @@ class Answers:
         return Answer(text=self.text)
 
 
-def new_bot(data_dir: Path, responder: Any) -> OfflineBot:
+def new_bot(data_dir: Path, responder: Any, *, stream: bool = False) -> OfflineBot:
+    """Answers posted in one message each (where Slack does not stream); streamed answers
+    through crashes and faults are tests/test_streaming.py's."""
     return OfflineBot(
-        copy.deepcopy(STATE), responder=responder, start_time=START, data_dir=data_dir
-    )
+        copy.deepcopy(STATE), responder=responder, start_time=START, data_dir=data_dir,
+        stream=stream,
+    )  # fmt: skip
 
 
 def answers_in(bot: OfflineBot) -> list[dict[str, Any]]:

@@ -45,6 +45,7 @@ class Turn:
     # (checked for membership before use), and the thread title to set from the first question.
     viewed_channel: str | None = None
     title: str | None = None
+    team: str = ""  # the asker's team (a streamed answer names its recipient)
 
     @property
     def context_channel(self) -> str:

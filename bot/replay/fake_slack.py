@@ -21,6 +21,8 @@ Behaviour worth knowing:
 * Every file object served (in messages and by ``files.info``) points at this server:
   ``GET /files/<id>[/<name>]`` returns the bytes of ``state["files"][id]`` (``content_text`` or
   base64 ``content_b64``), recorded as the call ``FILE_DOWNLOAD``. A real Slack host is never named.
+* ``chat.startStream`` / ``appendStream`` / ``stopStream`` follow Slack's rules (fake_stream.py);
+  ``sent`` lists every call that put text on a message (post, stream call, update), in order.
 * ``socket_mode=True`` also serves Socket Mode (``FakeSocketMode``): ``apps.connections.open``,
   called with an app-level token (``xapp-``), hands out its URL, and ``POST /socket-mode/send``
   (``{"payload": ..., "retry_attempt": n}``) delivers an envelope to the connected app and answers
@@ -51,6 +53,7 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 from chanctx.bot.replay._loopback import LoopbackServer
 from chanctx.bot.replay.fake_socket_mode import FakeSocketMode
+from chanctx.bot.replay.fake_stream import STREAM_TTL, SlackError, StreamMethods, check_blocks
 
 __all__ = [
     "FILE_DOWNLOAD",
@@ -63,6 +66,10 @@ __all__ = [
 MARKDOWN_TEXT_LIMIT = 12_000  # chat.postMessage markdown_text
 TEXT_LIMIT = 40_000  # Slack refuses text past 40,000 characters (msg_too_long)
 
+# What `post_error_rate` fails: every call that puts an answer in front of a user.
+_CHAOS_METHODS: Final = frozenset(
+    {"chat.postMessage", "chat.startStream", "chat.appendStream", "chat.stopStream", "chat.update"}
+)
 # The pseudo-method under which file downloads are recorded (not a Web API method).
 FILE_DOWNLOAD: Final = "GET /files"
 _AUTH_PREFIXES: Final = ("Bearer xoxb-", "Bearer xoxp-")
@@ -99,6 +106,7 @@ class _Fault:
     retry_after: float | None = None
     error: str | None = None
     delay: float = 0.0
+    applied: bool = False  # the call is carried out first, then fails (a lost answer)
 
 
 @dataclass(frozen=True)
@@ -109,8 +117,7 @@ class _Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-class _SlackError(Exception):
-    """Raised by handlers for an ``{"ok": false, "error": ...}`` answer."""
+_SlackError = SlackError  # raised by handlers for an ``{"ok": false, "error": ...}`` answer
 
 
 def _ts_value(ts: Any) -> Decimal:
@@ -196,7 +203,7 @@ def _parse_body(content_type: str, raw: bytes) -> dict[str, Any]:
     return dict(parse_qsl(raw.decode("utf-8", "replace"), keep_blank_values=True))
 
 
-class FakeSlackAPI(LoopbackServer):
+class FakeSlackAPI(StreamMethods, LoopbackServer):
     """A threaded HTTP server on 127.0.0.1 (a free port) answering like the Slack Web API."""
 
     def __init__(
@@ -209,6 +216,7 @@ class FakeSlackAPI(LoopbackServer):
         post_error_rate: float = 0.0,
         seed: int = 0,
         socket_mode: bool = False,
+        stream_ttl: float = STREAM_TTL,
     ) -> None:
         """``max_replies_limit`` caps ``conversations.replies`` pages (15 for new apps since 2025).
 
@@ -237,6 +245,7 @@ class FakeSlackAPI(LoopbackServer):
         self.posted: list[dict[str, Any]] = []  # chat.postMessage results, with "channel"
         self.reactions_log: list[RecordedReaction] = []
         self.statuses: list[RecordedStatus] = []
+        self._init_streams(stream_ttl)
         for channel, messages in (state.get("history") or {}).items():
             for message in messages:
                 self._store(channel, message)
@@ -254,6 +263,9 @@ class FakeSlackAPI(LoopbackServer):
             "conversations.replies": self._replies,
             "chat.postMessage": self._post_message,
             "chat.update": self._update,
+            "chat.startStream": self._start_stream,
+            "chat.appendStream": self._append_stream,
+            "chat.stopStream": self._stop_stream,
             "reactions.add": lambda p: self._react(p, added=True),
             "reactions.remove": lambda p: self._react(p, added=False),
             "assistant.threads.setStatus": self._set_status,
@@ -263,8 +275,9 @@ class FakeSlackAPI(LoopbackServer):
             "files.info": self._files_info,
             "pins.list": self._pins_list,
         }
-        # `chanctx fakes --post-error-rate`: that share of chat.postMessage calls fails with a
-        # 500 or a 429 (Retry-After 1), chosen by a seeded generator so a run can be repeated.
+        # `chanctx fakes --post-error-rate`: that share of answer calls (posts, stream calls,
+        # updates) fails with a 500 or a 429 (Retry-After 1), chosen by a seeded generator so a
+        # run can be repeated.
         if not 0.0 <= post_error_rate <= 1.0:
             raise ValueError(f"post_error_rate must be between 0 and 1, got {post_error_rate!r}")
         self.post_error_rate = post_error_rate
@@ -335,6 +348,10 @@ class FakeSlackAPI(LoopbackServer):
             if event.get("type") == "pin_added":
                 pins.append(ts)
 
+    def identity(self) -> dict[str, Any]:
+        """Who the bot is here (what ``auth.test`` answers), without making a call."""
+        return dict(self._auth)
+
     def messages(self, channel: str) -> list[dict[str, Any]]:
         """Every stored message of ``channel`` (top-level and replies), oldest first."""
         with self._lock:
@@ -357,14 +374,17 @@ class FakeSlackAPI(LoopbackServer):
         status: int = 429,
         retry_after: float | None = 1,
         error: str | None = None,
+        applied: bool = False,
     ) -> None:
         """Fail the next ``n`` calls of ``method`` ("*": any method).
 
         429 answers ``{"ok": false, "error": "ratelimited"}`` with a Retry-After header; 5xx a
         plain-text body; any other status (200 included) ``{"ok": false, "error": error}``.
+        ``applied``: the call is carried out before the failure is answered, as Slack warns a
+        5xx may mean ("it's possible some aspect of the operation succeeded").
         """
         with self._lock:
-            self._faults.append(_Fault(method, n, status, retry_after, error))
+            self._faults.append(_Fault(method, n, status, retry_after, error, applied=applied))
 
     def slow_next(self, method: str, n: int = 1, seconds: float = 1.0) -> None:
         """Sleep ``seconds`` before answering each of the next ``n`` calls of ``method``."""
@@ -378,15 +398,21 @@ class FakeSlackAPI(LoopbackServer):
     def _store(self, channel: str, message: Mapping[str, Any]) -> dict[str, Any]:
         stored = copy.deepcopy(dict(message))
         try:  # malformed seeds fail here, not on some later read
-            _ts_value(stored["ts"])
+            value = _ts_value(stored["ts"])
         except (KeyError, _SlackError):
             raise ValueError(f"a seeded message needs a Slack ts, got {message!r}") from None
         self._messages.setdefault(channel, {})[str(stored["ts"])] = stored
+        # Slack's ts only grow within a channel: what we post comes after what is there.
+        micros = int(value * _MICROS)
+        self._last_micros[channel] = max(self._last_micros.get(channel, -1), micros)
         return stored
 
     @staticmethod
     def _sorted(messages: Iterable[dict[str, Any]], newest_first: bool = False) -> list[Any]:
         return sorted(messages, key=lambda m: _ts_value(m["ts"]), reverse=newest_first)
+
+    def _now(self) -> float:
+        return self._clock()
 
     def _next_ts(self, channel: str) -> str:
         # From the clock, but strictly increasing per channel and never an existing ts.
@@ -538,7 +564,10 @@ class FakeSlackAPI(LoopbackServer):
             "ts": self._next_ts(channel),
             "team": self._auth.get("team_id", ""),
         }
-        for key in ("blocks", "attachments", "metadata"):
+        blocks = check_blocks(params.get("blocks"))
+        if blocks:
+            message["blocks"] = blocks
+        for key in ("attachments", "metadata"):
             if params.get(key):
                 message[key] = params[key]
         if params.get("thread_ts"):
@@ -551,6 +580,7 @@ class FakeSlackAPI(LoopbackServer):
         self._note_reply(channel, stored)
         extra = {"markdown_text": params["markdown_text"]} if params.get("markdown_text") else {}
         self.posted.append({"channel": channel, **copy.deepcopy(stored), **extra})
+        self.log_sent("chat.postMessage", channel, stored, str(params.get("markdown_text") or ""))
         return {"channel": channel, "ts": stored["ts"], "message": self._public(stored)}
 
     def _update(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -558,9 +588,19 @@ class FakeSlackAPI(LoopbackServer):
         mine = {self._auth.get("user_id"), self._auth.get("bot_id")} - {None, ""}
         if message.get("user") not in mine and message.get("bot_id") not in mine:
             raise _SlackError("cant_update_message")
-        for key in ("text", "blocks", "attachments"):
-            if key in params:
+        if params.get("markdown_text") is not None:
+            message["text"] = _message_text(params)  # the same rules as chat.postMessage
+        blocks = check_blocks(params.get("blocks"))
+        if blocks:
+            message["blocks"] = blocks
+        for key in ("text", "attachments", "metadata"):
+            if params.get(key) not in (None, ""):
                 message[key] = params[key]
+        # An update ends a stream: the message is now what the update says.
+        self._streams.pop((str(params["channel"]), str(message["ts"])), None)
+        self.log_sent(
+            "chat.update", str(params["channel"]), message, str(params.get("markdown_text") or "")
+        )
         edit_ts = self._next_ts(str(params["channel"]))
         message["edited"] = {"user": self._auth.get("user_id", ""), "ts": edit_ts}
         return {
@@ -680,7 +720,7 @@ class FakeSlackAPI(LoopbackServer):
             elif fault.status is not None and error is None:
                 error, fault.remaining = fault, fault.remaining - 1
         self._faults = [f for f in self._faults if f.remaining > 0]
-        chaos = error is None and method == "chat.postMessage" and self.post_error_rate > 0
+        chaos = error is None and method in _CHAOS_METHODS and self.post_error_rate > 0
         if chaos and self._chaos.random() < self.post_error_rate:
             status = self._chaos.choice([500, 429])
             error = _Fault(method, 0, status, 1 if status == 429 else None)
@@ -708,7 +748,7 @@ class FakeSlackAPI(LoopbackServer):
             fault, delay = self._take_faults(method)
         if delay:
             time.sleep(delay)
-        if fault is not None:
+        if fault is not None and not fault.applied:
             return self._fault_reply(fault)
         if method == "apps.connections.open":
             return self._connections_open(headers.get("authorization", ""))
@@ -727,9 +767,10 @@ class FakeSlackAPI(LoopbackServer):
             if handler is None:
                 return _Reply(404, {"ok": False, "error": "unknown_method"})
             try:
-                return _Reply(200, {"ok": True, **handler(params)})
+                reply = _Reply(200, {"ok": True, **handler(params)})
             except _SlackError as error:
-                return _Reply(200, {"ok": False, "error": str(error)})
+                reply = _Reply(200, {"ok": False, "error": str(error)})
+            return reply if fault is None else self._fault_reply(fault)
 
     def _connections_open(self, authorization: str) -> _Reply:
         """Socket Mode's URL; Slack wants the app-level token here, never the bot's."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from chanctx.context import ChanctxError
 
-__all__ = ["Fixture", "FixtureError", "load_fixture", "users_state"]
+__all__ = ["Fixture", "FixtureError", "interaction_kind", "load_fixture", "users_state"]
 
 
 class FixtureError(ChanctxError):
@@ -24,6 +24,16 @@ class Fixture:
     cassette: list[dict[str, Any]] = field(default_factory=list)
 
 
+def interaction_kind(payload: dict[str, Any]) -> str | None:
+    """``slash_command`` or ``block_actions`` for what a person did in Slack's UI (replayed as
+    Slack delivers it over Socket Mode); None for an Events API envelope."""
+    if isinstance(payload.get("command"), str) and "event" not in payload:
+        return "slash_command"
+    if payload.get("type") == "block_actions":
+        return "block_actions"
+    return None
+
+
 def _read_events(path: Path) -> list[dict[str, Any]]:
     envelopes = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -33,8 +43,13 @@ def _read_events(path: Path) -> list[dict[str, Any]]:
             envelope = json.loads(line)
         except json.JSONDecodeError as error:
             raise FixtureError(f"{path}:{number}: not JSON ({error.msg}).") from error
-        if not isinstance(envelope, dict) or not isinstance(envelope.get("event"), dict):
-            raise FixtureError(f"{path}:{number}: not an Events API envelope (no 'event' object).")
+        if not isinstance(envelope, dict) or (
+            interaction_kind(envelope) is None and not (isinstance(envelope.get("event"), dict))
+        ):
+            raise FixtureError(
+                f"{path}:{number}: not an Events API envelope (no 'event' object), a slash "
+                "command (no 'command') or an interactive payload ('type': 'block_actions')."
+            )
         envelopes.append(envelope)
     return envelopes
 

@@ -81,12 +81,21 @@ class OfflineBot:
         claude_latency_ms: int = 0,
         curator: Literal["off", "offline", "claude"] = "offline",
         curator_model: str = DEFAULT_CURATOR_MODEL,
+        stream: bool = True,
+        workspace: tuple[FakeSlackAPI, str, str, ReplayClock] | None = None,
     ) -> None:
         """``claude=True`` answers with a real Claude session against the fake Anthropic API
-        (the ``cassette``'s responses, then the offline model); sessions live in ``data_dir``."""
-        self.clock = ReplayClock(start_time)
-        self.slack = FakeSlackAPI(state or {}, clock=self.clock)
-        self.client = WebClient(token=OFFLINE_BOT_TOKEN, base_url=self.slack.url)
+        (the ``cassette``'s responses, then the offline model); sessions live in ``data_dir``.
+        ``workspace``: one team of a multi-workspace replay (its fake, the shared Web API URL,
+        its bot token, the shared clock) instead of a fake of its own."""
+        self._owns_slack = workspace is None
+        if workspace is None:
+            self.clock = ReplayClock(start_time)
+            self.slack = FakeSlackAPI(state or {}, clock=self.clock)
+            api_url, token = self.slack.url, OFFLINE_BOT_TOKEN
+        else:
+            self.slack, api_url, token, self.clock = workspace
+        self.client = WebClient(token=token, base_url=api_url)
         auth = self.client.auth_test()
         self.me = SelfIdentity(
             user_id=str(auth.get("user_id", "")), bot_id=str(auth.get("bot_id", ""))
@@ -112,7 +121,7 @@ class OfflineBot:
         # hosts (Claude's media, the query API's file blocks).
         host = self.slack.root.removeprefix("http://").rstrip("/")
         self.media_fetcher = MediaFetcher(
-            token=OFFLINE_BOT_TOKEN, cache=MediaContentCache(), allow_http_for=frozenset({host})
+            token=token, cache=MediaContentCache(), allow_http_for=frozenset({host})
         )
         self.media = ReplayMedia(self.client, self.media_fetcher)
         self.recipe = recipe
@@ -156,6 +165,8 @@ class OfflineBot:
             feedback=FeedbackStore(self.data_dir),
             playbooks=self.playbooks,
             post_backoff=0.01,  # retried posts against the fake need not wait
+            team_id=str(auth.get("team_id", "")),
+            stream=stream,
         )
         self.app: App = build_app(self.runtime, signing_secret=signing_secret, verify_token=False)
 
@@ -191,7 +202,8 @@ class OfflineBot:
     def close(self) -> None:
         self.runtime.runner.close()
         self.runtime.close_stores()
-        self.slack.close()
+        if self._owns_slack:
+            self.slack.close()
         if self.claude_client is not None:
             self.claude_client.close()  # its connection pool holds loopback sockets
         if self.anthropic is not None:

@@ -18,8 +18,9 @@ from chanctx.bot.claude.recipe_runner import RecipeRunner
 from chanctx.bot.claude.session import SessionSettings
 from chanctx.bot.engine import ContextSettings
 from chanctx.bot.replay.fake_anthropic import RecordedRequest
-from chanctx.bot.replay.fixture import Fixture
+from chanctx.bot.replay.fixture import Fixture, interaction_kind
 from chanctx.bot.replay.offline import OfflineBot
+from chanctx.bot.replay.offline_teams import OfflineWorkspaces
 from chanctx.bot.runtime import turn_id
 from chanctx.manifest_store import PlaybookStore
 
@@ -87,6 +88,8 @@ def replay(
     (``replay --serve`` serves the query API from it until interrupted)."""
     options = options or ReplayOptions()
     start = float(fixture.envelopes[0].get("event_time") or 0) if fixture.envelopes else 0.0
+    if "workspaces" in fixture.slack_api:
+        return _replay_workspaces(fixture, options, start)
     with OfflineBot(
         fixture.slack_api,
         settings=options.settings,
@@ -104,8 +107,12 @@ def replay(
         curator=options.curator,
         curator_model=options.curator_model,
     ) as bot:
+        interactions: list[dict[str, Any]] = []
         for envelope in fixture.envelopes:
-            bot.dispatch(envelope)
+            response = bot.dispatch(envelope)
+            kind = interaction_kind(envelope)
+            if kind is not None:
+                interactions.append(_interaction(kind, envelope, response.body))
         results = sorted(bot.runtime.runner.results, key=lambda r: float(r.turn.anchor_ts))
         claude = _claude_totals(results)
         if bot.anthropic is not None:
@@ -128,6 +135,8 @@ def replay(
             "claude": claude,
             "playbook": playbook_report(bot.playbooks.store) if bot.playbooks else {},
         }
+        if interactions:
+            report["interactions"] = interactions
         if then is not None:
             then(bot, report)
         return report
@@ -153,20 +162,103 @@ def playbook_report(store: PlaybookStore) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-def _posted(bot: OfflineBot, result: TurnResult) -> list[dict[str, Any]]:
-    """What the bot posted for the turn, as Slack stored it: what the user saw (answer parts
-    and any failure notice; each carries the turn id in its message metadata)."""
-    key = turn_id(result.turn)
-    return [
-        {
-            "method": "chat.postMessage",
-            "ts": p["ts"],
-            "text": p.get("text"),
-            "markdown_text": p.get("markdown_text"),
+def _replay_workspaces(fixture: Fixture, options: ReplayOptions, start: float) -> dict[str, Any]:
+    """Several workspaces in one fixture, served as ``run --http --oauth`` serves them: the
+    report's turns name their ``team``; ``workspaces`` gives each team's own Slack calls."""
+    with OfflineWorkspaces(
+        fixture.slack_api["workspaces"],
+        start_time=start,
+        data_dir=options.data_dir,
+        claude=options.claude,
+        cassette=fixture.cassette,
+        settings=options.settings,
+        model=options.model,
+        overflow=options.overflow,
+        session_settings=options.session,
+        recipe=options.recipe,
+        history_per_channel=options.history_per_channel,
+        history_mb=options.history_mb,
+    ) as teams:
+        for envelope in fixture.envelopes:
+            teams.dispatch(envelope)
+        turns: list[tuple[str, TurnResult, OfflineBot]] = [
+            (team, result, bot)
+            for team, bot in sorted(teams.bots.items())
+            for result in bot.runtime.runner.results
+        ]
+        turns.sort(key=lambda item: float(item[1].turn.anchor_ts))
+        results = [result for _, result, _ in turns]
+        claude = _claude_totals(results)
+        claude["rejected"] = sum(
+            len(b.anthropic.rejected) for b in teams.bots.values() if b.anthropic is not None
+        )
+        per_team = {team: dict(sorted(fake.call_counts().items()))
+                    for team, fake in sorted(teams.fakes.teams.items())}  # fmt: skip
+        totals: dict[str, int] = {}
+        for counts in per_team.values():
+            for method, n in counts.items():
+                totals[method] = totals.get(method, 0) + n
+        return {
+            "fixture": str(fixture.path),
+            "events": len(fixture.envelopes),
+            "turns": [
+                {
+                    "team": team,
+                    **turn_report(result),
+                    "posted": _posted(bot, result),
+                    "feedback": _votes(bot, result),
+                }
+                for team, result, bot in turns
+            ],
+            "slack_api_calls": dict(sorted(totals.items())),
+            "workspaces": {team: {"slack_api_calls": calls} for team, calls in per_team.items()},
+            "claude": claude,
+            "playbook": {
+                channel: bullets
+                for bot in teams.bots.values()
+                if bot.playbooks is not None
+                for channel, bullets in playbook_report(bot.playbooks.store).items()
+            },
         }
-        for p in bot.slack.posted
-        if ((p.get("metadata") or {}).get("event_payload") or {}).get("turn") == key
+
+
+def _posted(bot: OfflineBot, result: TurnResult) -> list[dict[str, Any]]:
+    """Every call that put the turn's answer in front of the user, in order: posts, stream
+    calls (each with the text it added and the message's text after it) and updates. The
+    messages are found by the turn id their metadata carries once finished."""
+    key, channel = turn_id(result.turn), result.turn.channel
+    mine = {
+        m["ts"]
+        for m in bot.slack.messages(channel)
+        if ((m.get("metadata") or {}).get("event_payload") or {}).get("turn") == key
+    }
+    return [
+        {k: call[k] for k in ("method", "ts", "text", "markdown_text")}
+        for call in bot.slack.sent
+        if call["channel"] == channel and call["ts"] in mine
     ]
+
+
+def _interaction(kind: str, payload: dict[str, Any], answer: str) -> dict[str, Any]:
+    """A slash command or a button click, and what the person saw back (the command's answer,
+    shown only to them; a click is acknowledged with nothing)."""
+    if kind == "slash_command":
+        return {
+            "kind": kind,
+            "user": payload.get("user_id"),
+            "channel": payload.get("channel_id"),
+            "input": f"{payload.get('command')} {payload.get('text') or ''}".strip(),
+            "response": answer or None,
+        }
+    action = (payload.get("actions") or [{}])[0]
+    container = payload.get("container") or {}
+    return {
+        "kind": kind,
+        "user": (payload.get("user") or {}).get("id"),
+        "channel": container.get("channel_id"),
+        "input": f"{action.get('action_id')}={action.get('value')} on {container.get('message_ts')}",
+        "response": answer or None,
+    }
 
 
 def _votes(bot: OfflineBot, result: TurnResult) -> dict[str, int]:

@@ -51,6 +51,33 @@ def _context_lines(context: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _shown_lines(turn: dict[str, Any]) -> list[str]:
+    """How the answer reached the user: the calls in order, with the message's length after
+    each (a stream grows; a replacement shows the whole)."""
+    posted = turn.get("posted") or []
+    if not posted:
+        return []
+    steps = [f"{p['method'].removeprefix('chat.')} {len(p['text'] or '')}" for p in posted]
+    lines = [f"  Shown: {' -> '.join(steps)} characters"]
+    feedback = turn.get("feedback") or {}
+    if feedback.get("helpful") or feedback.get("harmful"):
+        lines.append(
+            f"  Feedback: {feedback['helpful']} helpful, {feedback['harmful']} not helpful"
+        )
+    return lines
+
+
+def _interaction_lines(report: dict[str, Any]) -> list[str]:
+    if not report.get("interactions"):
+        return []
+    lines = ["\nSlash commands and button clicks, in the order sent:"]
+    for item in report.get("interactions") or []:
+        lines.append(f"\n{item['kind']} by {item['user']} in {item['channel']}: {item['input']}")
+        answer = item.get("response") or "(acknowledged)"
+        lines.extend(f"  | {line}" for line in str(answer).splitlines())
+    return lines
+
+
 def render_transcript(report: dict[str, Any]) -> str:
     calls = report["slack_api_calls"]
     lines = [
@@ -66,8 +93,10 @@ def render_transcript(report: dict[str, Any]) -> str:
         anchor = ChannelSnapshot.model_validate(context["snapshot"]).anchor
         channel = context["snapshot"]["channel"]["name"]
         where = "in a thread" if anchor.thread_id else "top-level"
+        team = f" [workspace {turn['team']}]" if turn.get("team") else ""
         lines.append(
-            f"\nTurn {number}: #{channel}, {where}, {anchor.author.display_name} at {anchor.ts}"
+            f"\nTurn {number}{team}: #{channel}, {where}, {anchor.author.display_name} "
+            f"at {anchor.ts}"
         )
         lines.append(f"  > {anchor.text}")
         lines.extend(_context_lines(context))
@@ -82,8 +111,10 @@ def render_transcript(report: dict[str, Any]) -> str:
             lines.extend(f"    {line}" for line in turn["reply"].splitlines())
         else:
             lines.append("  Reply: none (context only)")
+        lines.extend(_shown_lines(turn))
         if turn["error"]:
             lines.append(f"  Error: {turn['error']}")
+    lines.extend(_interaction_lines(report))
     for channel, bullets in report.get("playbook", {}).items():
         lines.append(f"\nPlaybook of {channel}: {len(bullets)} bullets")
         for bullet in bullets:

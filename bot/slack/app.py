@@ -9,10 +9,13 @@ from typing import Any
 from chanctx.bot.runtime import Runtime
 from chanctx.bot.slack.envelope import GuardedApp
 from chanctx.bot.slack.listeners import register
+from chanctx.bot.slack.workspaces import Workspaces, register_uninstall
 from slack_bolt import App
+from slack_bolt.authorization.authorize import InstallationStoreAuthorize
+from slack_bolt.oauth.oauth_settings import OAuthSettings
 from slack_sdk import WebClient
 
-__all__ = ["build_app"]
+__all__ = ["build_app", "build_oauth_app"]
 
 
 def build_app(
@@ -46,5 +49,44 @@ def build_app(
     )
     for middleware in before:
         app.use(middleware)
-    register(app, runtime)
+    register(app, lambda team: runtime)  # one workspace: one runtime for every request
+    return app
+
+
+def build_oauth_app(
+    workspaces: Workspaces,
+    *,
+    oauth_settings: OAuthSettings,
+    client: WebClient,
+    signing_secret: str | None = None,
+) -> App:
+    """A Bolt App for many workspaces (``run --http --oauth``): Slack's OAuth flow stores each
+    team's installation; each request is served by its team's runtime (``workspaces``).
+
+    Bolt checks the team's token with ``auth.test``; the answer is kept per token (cache), so
+    steady state costs no call per event. Uninstall events delete the team's data."""
+    authorize = InstallationStoreAuthorize(
+        installation_store=workspaces.store,
+        client_id=oauth_settings.client_id,
+        client_secret=oauth_settings.client_secret,
+        logger=logging.getLogger("chanctx.bolt"),
+        bot_only=True,
+        cache_enabled=True,
+        client=client,
+    )
+    app = GuardedApp(
+        client=client,
+        signing_secret=signing_secret,
+        request_verification_enabled=signing_secret is not None,
+        oauth_settings=oauth_settings,
+        installation_store=workspaces.store,
+        installation_store_bot_only=True,
+        authorize=authorize,
+        process_before_response=True,
+        ignoring_self_events_enabled=False,
+        ignoring_self_assistant_message_events_enabled=False,
+        logger=logging.getLogger("chanctx.bolt"),
+    )
+    register_uninstall(app, workspaces)  # before the catch-all listener
+    register(app, workspaces.runtime_for)
     return app

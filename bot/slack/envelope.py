@@ -8,6 +8,7 @@ acknowledged (200) with one warning saying what was wrong, and the bot goes on.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 from typing import Any
@@ -100,4 +101,6 @@ class GuardedApp(App):
         if reason is not None:
             logger.warning("acknowledged and dropped a malformed payload: %s", reason)
             return BoltResponse(status=200, body="")
-        return super().dispatch(req)
+        # A context of its own: what routing sets for this request (its workspace's runtime,
+        # bot/slack/routing.py) is gone when it is answered.
+        return contextvars.copy_context().run(super().dispatch, req)

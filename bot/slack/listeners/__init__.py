@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
-from chanctx.bot.runtime import Runtime
 from chanctx.bot.slack.listeners import (
     assistant,
     commands,
+    feedback,
     intake_middleware,
     mentions,
     messages,
     other,
 )
+from chanctx.bot.slack.routing import RuntimeFor, routing_middleware
 from slack_bolt import App
 
 __all__ = ["register"]
 
 
-def register(app: App, runtime: Runtime) -> None:
-    app.use(intake_middleware.build(runtime))
-    app.use(assistant.build(runtime))  # the pane's own events; its questions go on below
-    mentions.register(app, runtime)
-    messages.register(app, runtime)
-    commands.register(app, runtime)
+def register(app: App, runtime_for: RuntimeFor) -> None:
+    """Every listener serves the runtime of the request's workspace (bot/slack/routing.py)."""
+    app.use(routing_middleware(runtime_for))  # first: the rest work on that runtime
+    app.use(intake_middleware.build())
+    app.use(assistant.build())  # the pane's own events; its questions go on below
+    mentions.register(app)
+    messages.register(app)
+    commands.register(app)
+    feedback.register(app)
     other.register(app)  # last: the catch-all for everything else Slack sends

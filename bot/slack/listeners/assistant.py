@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from chanctx.bot.runtime import Runtime
+from chanctx.bot.slack.routing import RoutedThreadStore, current
 from slack_bolt import Assistant, Say, SetSuggestedPrompts
 from slack_sdk.errors import SlackApiError
 
@@ -41,13 +41,15 @@ def greeting(channel_name: str | None) -> tuple[str, list[dict[str, str]]]:
     )
 
 
-def build(runtime: Runtime) -> Assistant:
-    assistant = Assistant(thread_context_store=runtime.assistant_threads)
+def build() -> Assistant:
+    # Each workspace's pane threads live in its own runtime's store.
+    assistant = Assistant(thread_context_store=RoutedThreadStore())
 
     @assistant.thread_started
     def started(
         payload: dict[str, Any], say: Say, set_suggested_prompts: SetSuggestedPrompts
     ) -> None:
+        runtime = current()
         thread = payload.get("assistant_thread") or {}
         context = thread.get("context") or {}
         viewed = context.get("channel_id") if isinstance(context, dict) else None

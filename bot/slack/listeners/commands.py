@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chanctx.bot.runtime import Runtime
+from chanctx.bot.slack.routing import current
 from slack_bolt import Ack, App
 
 __all__ = ["COMMAND", "register", "thread_ts_of"]
@@ -24,8 +25,8 @@ HELP = (
     "• `/chanctx forget <message link>`: forget a thread's conversation with me (asks to "
     "confirm)\n"
     "• `/chanctx help`: this message\n"
-    "Mention me (@chanctx) in a channel or a thread to ask a question; react :+1: or :-1: "
-    "to an answer to tell me how it went."
+    "Mention me (@chanctx) in a channel or a thread to ask a question; tell me how an answer "
+    "went with the buttons under it (or react :+1: / :-1:)."
 )
 
 # https://acme.slack.com/archives/C0123ABCD/p1781020801000100[?thread_ts=...]
@@ -93,9 +94,10 @@ def _forget(runtime: Runtime, channel: str, words: list[str]) -> str:
     return f"Forgotten: thread {ts}. The next mention there starts afresh."
 
 
-def register(app: App, runtime: Runtime) -> None:
+def register(app: App) -> None:
     @app.command(COMMAND)
     def on_command(ack: Ack, command: dict[str, Any]) -> None:
+        runtime = current()
         words = str(command.get("text") or "").split()
         channel = str(command.get("channel_id") or "")
         verb = words[0].lower() if words else "help"

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from chanctx.bot.runtime import Runtime
+from chanctx.bot.slack.routing import current_or_none
 from slack_bolt import BoltResponse
 
 __all__ = ["build"]
@@ -18,10 +18,11 @@ __all__ = ["build"]
 logger = logging.getLogger("chanctx.listeners")
 
 
-def build(runtime: Runtime) -> Callable[..., BoltResponse | None]:
+def build() -> Callable[..., BoltResponse | None]:
     def intake(body: dict[str, Any], next: Callable[[], None]) -> BoltResponse | None:
+        runtime = current_or_none()  # none for the installation's own events (uninstall)
         event = body.get("event")
-        if body.get("type") != "event_callback" or not isinstance(event, dict):
+        if runtime is None or body.get("type") != "event_callback" or not isinstance(event, dict):
             next()
             return None
         if not runtime.first_delivery(body.get("event_id")):

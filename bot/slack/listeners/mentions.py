@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from chanctx.bot.claude.answers import Turn
-from chanctx.bot.runtime import Runtime
+from chanctx.bot.slack.routing import current
 from slack_bolt import App
 
 __all__ = ["register"]
@@ -20,12 +20,14 @@ def turn_for(event: dict[str, Any], *, assistant_thread: bool = False) -> Turn:
         anchor_ts=ts,
         user=str(event.get("user", "")),
         assistant_thread=assistant_thread,
+        team=str(event.get("user_team") or event.get("team") or ""),
     )
 
 
-def register(app: App, runtime: Runtime) -> None:
+def register(app: App) -> None:
     @app.event("app_mention")
     def on_mention(event: dict[str, Any], body: dict[str, Any]) -> None:
+        runtime = current()
         if is_question(event, runtime.engine.me.user_id):
             runtime.trigger(turn_for(event), event_id=event_id_of(body))
 

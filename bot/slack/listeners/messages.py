@@ -13,6 +13,7 @@ from typing import Any
 from chanctx.bot.claude.answers import Turn
 from chanctx.bot.runtime import Runtime
 from chanctx.bot.slack.listeners.mentions import event_id_of, turn_for
+from chanctx.bot.slack.routing import current
 from slack_bolt import App
 
 __all__ = ["register"]
@@ -37,9 +38,10 @@ def needs_answer(event: dict[str, Any], me_user: str, me_bot: str) -> bool:
     )
 
 
-def register(app: App, runtime: Runtime) -> None:
+def register(app: App) -> None:
     @app.event("message")
     def on_message(event: dict[str, Any], body: dict[str, Any]) -> None:
+        runtime = current()
         me = runtime.engine.me
         if needs_answer(event, me.user_id, me.bot_id):
             runtime.trigger(pane_turn(runtime, event), event_id=event_id_of(body))
