@@ -33,6 +33,8 @@ OPERATIONS = [
     ("GET", "/api/profiles/{name}"),
     ("PUT", "/api/profiles/{name}"),
     ("DELETE", "/api/profiles/{name}"),
+    ("GET", "/api/turns"),
+    ("GET", "/api/playbook"),
 ]
 
 
@@ -59,5 +61,7 @@ def test_the_description_names_every_route(origin: str) -> None:
         document = json.loads(response.read())
     assert set(document["paths"]) == {
         "/api/context/query", "/api/context/stream", "/api/profiles", "/api/profiles/{name}",
+        "/api/turns", "/api/playbook",
     }  # fmt: skip
+    assert "/api/context/ws" in document["info"]["description"]
     assert document["components"]["schemas"]["QueryBody"]["required"] == ["query", "channel"]

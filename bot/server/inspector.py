@@ -8,6 +8,7 @@ server runs without keys (``replay --serve``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any
@@ -23,6 +24,7 @@ from starlette.routing import BaseRoute, Route
 __all__ = ["inspector_routes", "playbook_view", "turn_view"]
 
 _OUTPUT_CHARS = 2_000  # a tool output shown in the page, cut beyond this
+_CHANNEL_ID = re.compile(r"^[CDG][A-Z0-9]{2,20}$")  # as QueryBody takes them
 
 
 def turn_view(result: TurnResult, engine: ContextEngine) -> dict[str, Any]:
@@ -139,6 +141,12 @@ def inspector_routes(
             return JSONResponse(
                 {"channels": [{"id": c, "name": engine.names.channels.get(c, c)} for c in shown]}
             )
+        if not _CHANNEL_ID.match(channel):
+            return JSONResponse(
+                {"error": "the query is not valid",
+                 "fields": [{"field": "channel", "problem": f"{channel[:40]!r} is not a channel id"}]},
+                status_code=422,
+            )  # fmt: skip
         if grant != "*" and channel not in grant:
             return JSONResponse(
                 {"error": f"this key may not read channel {channel}"}, status_code=403

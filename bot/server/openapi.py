@@ -39,6 +39,39 @@ class ErrorModel(BaseModel):
     fields: list[dict[str, str]] | None = None
 
 
+class TurnsResponse(BaseModel):
+    """The inspector's recent turns, newest first (each as ``inspector.turn_view`` builds it:
+    budgets, cache share, blocks sent, Slack reads, tool calls, reply)."""
+
+    turns: list[dict[str, Any]]
+
+
+class PlaybookChannel(BaseModel):
+    id: str
+    name: str
+
+
+class PlaybookBullet(BaseModel):
+    id: str
+    section: str
+    content: str
+    subject: str | None
+    helpful: int
+    harmful: int
+    state: str
+    superseded_by: str | None
+    sources: list[dict[str, Any]]
+
+
+class PlaybookResponse(BaseModel):
+    """Without ``channel``: the channels with a playbook the key may read; with it, its
+    bullets (superseded and quarantined ones included, with their state)."""
+
+    channels: list[PlaybookChannel] | None = None
+    channel: str | None = None
+    bullets: list[PlaybookBullet] | None = None
+
+
 _REF = "#/components/schemas/{model}"
 # One Server-Sent Event: its name and its data (a JSON text: a chunk, the completion, or the
 # partial answer on a timeout).
@@ -54,7 +87,9 @@ _SSE_EVENT = {
 
 def _schemas() -> dict[str, Any]:
     found: dict[str, Any] = {}
-    for model in (QueryBody, AgentProfile, ProfileFields, ContextResponse, ErrorModel):
+    described = (QueryBody, AgentProfile, ProfileFields, ContextResponse, ErrorModel,
+                 TurnsResponse, PlaybookResponse)  # fmt: skip
+    for model in described:
         schema = model.model_json_schema(ref_template=_REF)
         found.update(schema.pop("$defs", {}))
         found[model.__name__] = schema
@@ -83,14 +118,26 @@ def openapi_document() -> dict[str, Any]:
         {"name": name, "in": "query", "required": name in ("query", "channel"),
          "schema": QueryBody.model_json_schema()["properties"][name]}
         for name in ("query", "channel", "token_budget", "format", "profile", "timeout_ms")
-    ]  # fmt: skip
+    ] + [{"name": "type_filters", "in": "query", "required": False,
+          "description": "repeated, or comma-separated",
+          "schema": QueryBody.model_json_schema()["properties"]["type_filters"]["items"]}]  # fmt: skip
     name_param = {"name": "name", "in": "path", "required": True,
                   "schema": {"type": "string", "pattern": NAME_PATTERN}}  # fmt: skip
     profile_list = {"application/json": {"schema": {"type": "array",
                                                     "items": {"$ref": _REF.format(model="AgentProfile")}}}}  # fmt: skip
     return {
         "openapi": "3.0.3",
-        "info": {"title": "chanctx context query API", "version": "1"},
+        "info": {
+            "title": "chanctx context query API",
+            "version": "1",
+            "description": (
+                "Also a WebSocket at /api/context/ws (the key in the handshake's Authorization "
+                'header): send {"type": "query", "id": ..., <QueryBody fields>}, receive '
+                '{"type": "chunk", "id", "chunk"} messages, then {"type": "complete", "id", '
+                "<StreamCompletion>} or {\"type\": \"timeout\", ...}; a refused query "
+                'answers {"type": "error", "id", "status": 403 | 422}.'
+            ),
+        },
         "components": {
             "schemas": _schemas(),
             "securitySchemes": {"key": {"type": "http", "scheme": "bearer"}},
@@ -109,6 +156,19 @@ def openapi_document() -> dict[str, Any]:
                 "parameters": query_params,
                 "responses": {"200": {"description": "an event stream",
                                       "content": {"text/event-stream": {"schema": _SSE_EVENT}}},
+                              **_errors(401, 403, 422)},
+            }},
+            "/api/turns": {"get": {
+                "summary": "The recent turns of the channels the key may read, newest first",
+                "responses": {"200": {"description": "the turns", "content": _json("TurnsResponse")},
+                              **_errors(401)},
+            }},
+            "/api/playbook": {"get": {
+                "summary": "The channels with a playbook, or one channel's playbook",
+                "parameters": [{"name": "channel", "in": "query", "required": False,
+                                "schema": QueryBody.model_json_schema()["properties"]["channel"]}],
+                "responses": {"200": {"description": "channels, or bullets",
+                                      "content": _json("PlaybookResponse")},
                               **_errors(401, 403, 422)},
             }},
             "/api/profiles": {
