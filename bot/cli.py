@@ -147,6 +147,10 @@ def _replay(args: argparse.Namespace, options: Options) -> int:
             requests_out=args.requests_out,
             curator=options.curator or "offline",
             curator_model=options.curator_model,
+            reactions=(
+                frozenset(options.helpful_reactions),
+                frozenset(options.harmful_reactions),
+            ),
         ),
         then=_serve_replayed(args.serve, args.json) if args.serve is not None else None,
     )

@@ -10,6 +10,7 @@ visible to every user of the machine in ``ps``), see ``chanctx.bot.settings``.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +76,14 @@ class Options(BaseModel):
     # None: off for run and record, the offline rules for replay.
     curator: Literal["off", "offline", "claude"] | None = None
     curator_model: str = "claude-haiku-4-5"
+    helpful_reactions: tuple[str, ...] = (
+        "+1",
+        "thumbsup",
+        "white_check_mark",
+        "heavy_check_mark",
+        "tada",
+    )
+    harmful_reactions: tuple[str, ...] = ("-1", "thumbsdown", "x", "no_entry_sign")
 
 
 def _positive_int(text: str) -> int:
@@ -120,6 +129,17 @@ def _text(text: str) -> str:
 
 def _path(text: str) -> Path:
     return Path(_text(text))
+
+
+_REACTION = re.compile(r"^[a-z0-9_+'-]{1,100}$")
+
+
+def _names(text: str) -> tuple[str, ...]:
+    """Reaction names as Slack writes them (``+1``, ``white_check_mark``), colons optional."""
+    names = tuple(n.strip().strip(":") for n in text.split(",") if n.strip())
+    if not names or not all(_REACTION.match(n) for n in names):
+        raise ValueError
+    return names
 
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -289,6 +309,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "curator_model", "--curator-model", "CHANCTX_CURATOR_MODEL", _text, "a model id",
         "the model of --curator claude",
+    ),
+    Setting(
+        "helpful_reactions", "--helpful-reactions", "CHANCTX_HELPFUL_REACTIONS", _names,
+        "reaction names separated by commas",
+        "reactions on an answer that say it helped (feedback, the playbook's counters)",
+        shown_default="+1, thumbsup, white_check_mark, heavy_check_mark, tada",
+    ),
+    Setting(
+        "harmful_reactions", "--harmful-reactions", "CHANCTX_HARMFUL_REACTIONS", _names,
+        "reaction names separated by commas",
+        "reactions on an answer that say it did not help", shown_default="-1, thumbsdown, x, no_entry_sign",
     ),
     Setting(
         "claude", "--no-claude", "CHANCTX_CLAUDE", _switch, "1 or 0",

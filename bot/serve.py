@@ -110,7 +110,11 @@ def build_runtime(
             data_dir / "assistant_threads.jsonl" if data_dir else None
         ),
         turns=TurnJournal(data_dir),
-        feedback=FeedbackStore(data_dir),
+        feedback=FeedbackStore(
+            data_dir,
+            helpful=frozenset(options.helpful_reactions),
+            harmful=frozenset(options.harmful_reactions),
+        ),
         playbooks=playbooks,
         keep_results=200,  # memory stays flat however many answers a running bot gives
         team_id=team,

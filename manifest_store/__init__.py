@@ -20,7 +20,14 @@ from chanctx.manifest_store._entries import (
     SessionStarted,
 )
 from chanctx.manifest_store._errors import InvalidSessionKey, SessionLogCorrupt
-from chanctx.manifest_store._feedback import FEEDBACK_FILE, FeedbackStore, Vote, verdict_of
+from chanctx.manifest_store._feedback import (
+    FEEDBACK_FILE,
+    HARMFUL,
+    HELPFUL,
+    FeedbackStore,
+    Vote,
+    verdict_of,
+)
 from chanctx.manifest_store._keys import SessionKey
 from chanctx.manifest_store._log import SessionLog, SessionStore
 from chanctx.manifest_store._manifest import (
@@ -39,6 +46,8 @@ __all__ = [
     "CONTEXT_ATTACHED",
     "DIGEST_ACK",
     "FEEDBACK_FILE",
+    "HARMFUL",
+    "HELPFUL",
     "MANIFEST_VERSION",
     "MAX_DIGEST_TOKENS",
     "MIN_DIGEST_TOKENS",

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, TextIO
 
-__all__ = ["FEEDBACK_FILE", "FeedbackStore", "Vote", "verdict_of"]
+__all__ = ["FEEDBACK_FILE", "HARMFUL", "HELPFUL", "FeedbackStore", "Vote", "verdict_of"]
 
 logger = logging.getLogger("chanctx.feedback")
 
@@ -35,12 +35,14 @@ HARMFUL: Final = frozenset({"-1", "thumbsdown", "x", "no_entry_sign"})
 Verdict = Literal["helpful", "harmful"]
 
 
-def verdict_of(reaction: str) -> Verdict | None:
+def verdict_of(
+    reaction: str, helpful: frozenset[str] = HELPFUL, harmful: frozenset[str] = HARMFUL
+) -> Verdict | None:
     """``helpful`` / ``harmful`` for a reaction name (``+1::skin-tone-3`` counts as ``+1``)."""
     name = reaction.split("::", 1)[0]
-    if name in HELPFUL:
+    if name in helpful:
         return "helpful"
-    if name in HARMFUL:
+    if name in harmful:
         return "harmful"
     return None
 
@@ -58,9 +60,18 @@ class Vote:
 class FeedbackStore:
     """Answers and the votes on them, durable in ``data_dir``. Thread-safe."""
 
-    def __init__(self, data_dir: Path | None, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        data_dir: Path | None,
+        *,
+        clock: Callable[[], float] = time.time,
+        helpful: frozenset[str] = HELPFUL,
+        harmful: frozenset[str] = HARMFUL,
+    ) -> None:
+        """``helpful`` / ``harmful``: the reaction names that say so (the operator's choice)."""
         self.path = data_dir / FEEDBACK_FILE if data_dir is not None else None
         self._clock = clock
+        self._helpful, self._harmful = helpful, harmful
         self._lock = threading.Lock()
         self._answers: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._votes: OrderedDict[str, list[Vote]] = OrderedDict()
@@ -93,7 +104,7 @@ class FeedbackStore:
         self, channel: str, ts: str, user: str, reaction: str, *, added: bool
     ) -> Vote | None:
         """A reaction on a message: a vote if it is one of our answers and a verdict emoji."""
-        verdict = verdict_of(reaction)
+        verdict = verdict_of(reaction, self._helpful, self._harmful)
         with self._lock:
             turn = self._answers.get((channel, ts))
             if verdict is None or turn is None:

@@ -350,3 +350,20 @@ def test_the_inspector_lists_every_bullet_with_its_state_for_the_keys_channels(
     status, refused = _get(f"{learned}/api/playbook?channel={CHANNEL}", OTHER_KEY)
     assert status == 403 and "bullets" not in refused
     assert _get(f"{learned}/api/playbook", "not-a-key-at-all-0000")[0] == 401
+
+
+def test_the_reactions_that_count_are_the_operators_choice(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fixture = str(FIXTURES / "playbook")
+    # :-1: no longer says harmful: only Dev's :x: counts, and one verdict does not quarantine.
+    assert main(["replay", fixture, "--json", "--harmful-reactions", "x,no_entry_sign"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    poisoned = next(b for b in report["playbook"][CHANNEL] if "hardcode" in b["content"])
+    assert (poisoned["harmful"], poisoned["state"]) == (1, "unverified")
+    assert main(["replay", fixture, "--json", "--helpful-reactions", "tada"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    owner = next(b for b in report["playbook"][CHANNEL] if b["id"] == "owners-00001")
+    assert owner["helpful"] == 0  # Sam's :+1: is not a helpful verdict any more
+    assert main(["replay", fixture, "--helpful-reactions", "+1, no spaces allowed"]) == 2
+    assert "--helpful-reactions must be reaction names separated by commas" in capsys.readouterr().err

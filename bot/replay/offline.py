@@ -30,7 +30,14 @@ from chanctx.bot.slack.media import FetchedMedia, MediaFailure, MediaFetcher
 from chanctx.bot.slack.slack_api import SlackFetcher
 from chanctx.cache import MediaContentCache, RateLimiter, ThreadReplyCache
 from chanctx.context import FileRef, default_counter
-from chanctx.manifest_store import FeedbackStore, LocalPlaybookStore, SessionStore, TurnJournal
+from chanctx.manifest_store import (
+    HARMFUL,
+    HELPFUL,
+    FeedbackStore,
+    LocalPlaybookStore,
+    SessionStore,
+    TurnJournal,
+)
 from chanctx.tools import IndexedHistory
 from slack_bolt import App, BoltResponse
 from slack_bolt.request import BoltRequest
@@ -82,6 +89,7 @@ class OfflineBot:
         curator: Literal["off", "offline", "claude"] = "offline",
         curator_model: str = DEFAULT_CURATOR_MODEL,
         stream: bool = True,
+        reactions: tuple[frozenset[str], frozenset[str]] = (HELPFUL, HARMFUL),
         workspace: tuple[FakeSlackAPI, str, str, ReplayClock] | None = None,
     ) -> None:
         """``claude=True`` answers with a real Claude session against the fake Anthropic API
@@ -162,7 +170,7 @@ class OfflineBot:
             workers=1,
             assistant_threads=AssistantThreads(pane),
             turns=TurnJournal(self.data_dir),
-            feedback=FeedbackStore(self.data_dir),
+            feedback=FeedbackStore(self.data_dir, helpful=reactions[0], harmful=reactions[1]),
             playbooks=self.playbooks,
             post_backoff=0.01,  # retried posts against the fake need not wait
             team_id=str(auth.get("team_id", "")),

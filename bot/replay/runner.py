@@ -22,7 +22,7 @@ from chanctx.bot.replay.fixture import Fixture, interaction_kind
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.replay.offline_teams import OfflineWorkspaces
 from chanctx.bot.runtime import turn_id
-from chanctx.manifest_store import PlaybookStore
+from chanctx.manifest_store import HARMFUL, HELPFUL, PlaybookStore
 
 __all__ = ["ReplayOptions", "replay"]
 
@@ -41,6 +41,8 @@ class ReplayOptions:
     requests_out: Path | None = None  # write each Messages API request body here (JSONL)
     curator: Literal["off", "offline", "claude"] = "offline"  # who grows the playbooks
     curator_model: str = "claude-haiku-4-5"
+    # The reaction names that say an answer helped, and that it did not.
+    reactions: tuple[frozenset[str], frozenset[str]] = (HELPFUL, HARMFUL)
 
 
 def turn_report(result: TurnResult) -> dict[str, Any]:
@@ -106,6 +108,7 @@ def replay(
         history_mb=options.history_mb,
         curator=options.curator,
         curator_model=options.curator_model,
+        reactions=options.reactions,
     ) as bot:
         interactions: list[dict[str, Any]] = []
         for envelope in fixture.envelopes:
