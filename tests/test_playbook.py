@@ -366,4 +366,6 @@ def test_the_reactions_that_count_are_the_operators_choice(
     owner = next(b for b in report["playbook"][CHANNEL] if b["id"] == "owners-00001")
     assert owner["helpful"] == 0  # Sam's :+1: is not a helpful verdict any more
     assert main(["replay", fixture, "--helpful-reactions", "+1, no spaces allowed"]) == 2
-    assert "--helpful-reactions must be reaction names separated by commas" in capsys.readouterr().err
+    assert (
+        "--helpful-reactions must be reaction names separated by commas" in capsys.readouterr().err
+    )

@@ -34,6 +34,7 @@ REQUIRED: dict[str, set[str]] = {
     "reactions.add": {"reactions:write"},
     "reactions.remove": {"reactions:write"},
     "files.info": {"files:read"},
+    "pins.list": {"pins:read"},
     FILE_DOWNLOAD: {"files:read"},
     "assistant.threads.setStatus": {"assistant:write"},
     "assistant.threads.setTitle": {"assistant:write"},
