@@ -19,7 +19,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from cachetools import LRUCache
 from chanctx.bot.engine import ContextEngine
@@ -28,13 +28,32 @@ from chanctx.context.curator import offline_deltas
 from chanctx.context.playbook import Bullet, Delta, Playbook, render_playbook
 from chanctx.manifest_store import PlaybookStore
 
-__all__ = ["PLAYBOOK_PREFIX", "ChannelPlaybooks", "Curator", "OfflineCurator"]
+__all__ = ["PLAYBOOK_PREFIX", "ChannelPlaybooks", "Curator", "OfflineCurator", "bullets_json"]
 
 logger = logging.getLogger("chanctx.playbook")
 
 PLAYBOOK_PREFIX: Final = "CHANNEL PLAYBOOK"
 _CURATE_AT_MOST: Final = 200  # newest messages one curation reads
 _CITED = re.compile(r"\b([a-z]+-\d{5})\b")
+
+
+def bullets_json(store: PlaybookStore, channel: str) -> list[dict[str, Any]]:
+    """A channel's bullets as the replay report and the inspector show them: every one,
+    superseded and quarantined included, with its state and provenance."""
+    return [
+        {
+            "id": b.id,
+            "section": b.section,
+            "content": b.content,
+            "subject": b.subject,
+            "helpful": b.helpful,
+            "harmful": b.harmful,
+            "state": b.state,
+            "superseded_by": b.superseded_by,
+            "sources": [s.model_dump(mode="json") for s in b.sources],
+        }
+        for b in store.bullets(channel)
+    ]
 
 
 class Curator(Protocol):

@@ -17,6 +17,7 @@ from chanctx.bot.claude.answers import Responder, TurnResult
 from chanctx.bot.claude.recipe_runner import RecipeRunner
 from chanctx.bot.claude.session import SessionSettings
 from chanctx.bot.engine import ContextSettings
+from chanctx.bot.playbooks import bullets_json
 from chanctx.bot.replay.fake_anthropic import RecordedRequest
 from chanctx.bot.replay.fixture import Fixture, interaction_kind
 from chanctx.bot.replay.offline import OfflineBot
@@ -147,22 +148,8 @@ def replay(
 
 def playbook_report(store: PlaybookStore) -> dict[str, list[dict[str, Any]]]:
     """Every channel's playbook after the replay, superseded and quarantined bullets too."""
-    return {
-        channel: [
-            {
-                "id": b.id,
-                "section": b.section,
-                "content": b.content,
-                "helpful": b.helpful,
-                "harmful": b.harmful,
-                "state": b.state,
-                "sources": [s.model_dump(mode="json") for s in b.sources],
-            }
-            for b in store.bullets(channel)
-        ]
-        for channel in store.channels()
-        if store.bullets(channel)
-    }
+    found = {channel: bullets_json(store, channel) for channel in store.channels()}
+    return {channel: bullets for channel, bullets in found.items() if bullets}
 
 
 def _replay_workspaces(fixture: Fixture, options: ReplayOptions, start: float) -> dict[str, Any]:

@@ -15,13 +15,14 @@ from typing import Any
 
 from chanctx.bot.claude.answers import TurnResult
 from chanctx.bot.engine import ContextEngine
+from chanctx.bot.playbooks import bullets_json
 from chanctx.context import render_slack_text
 from chanctx.manifest_store import PlaybookStore
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-__all__ = ["inspector_routes", "playbook_view", "turn_view"]
+__all__ = ["inspector_routes", "turn_view"]
 
 _OUTPUT_CHARS = 2_000  # a tool output shown in the page, cut beyond this
 _CHANNEL_ID = re.compile(r"^[CDG][A-Z0-9]{2,20}$")  # as QueryBody takes them
@@ -88,24 +89,6 @@ def _budgets(result: TurnResult, engine: ContextEngine) -> dict[str, dict[str, i
     }
 
 
-def playbook_view(store: PlaybookStore, channel: str) -> list[dict[str, Any]]:
-    """Every bullet of the channel's playbook, superseded and quarantined ones included."""
-    return [
-        {
-            "id": b.id,
-            "section": b.section,
-            "content": b.content,
-            "subject": b.subject,
-            "helpful": b.helpful,
-            "harmful": b.harmful,
-            "state": b.state,
-            "superseded_by": b.superseded_by,
-            "sources": [s.model_dump(mode="json") for s in b.sources],
-        }
-        for b in store.bullets(channel)
-    ]
-
-
 def inspector_routes(
     engine: ContextEngine,
     turns: Callable[[], Sequence[TurnResult]],
@@ -153,7 +136,7 @@ def inspector_routes(
             )
         if playbooks is None or channel not in known:
             return JSONResponse({"channel": channel, "bullets": []})
-        return JSONResponse({"channel": channel, "bullets": playbook_view(playbooks, channel)})
+        return JSONResponse({"channel": channel, "bullets": bullets_json(playbooks, channel)})
 
     return [
         Route("/inspector", inspector, methods=["GET"]),
