@@ -18,6 +18,8 @@ from chanctx.bot.options import Options, SettingsError, context_settings, sessio
 from chanctx.bot.runtime import Runtime
 from chanctx.bot.server import build_asgi_app, run_server
 from chanctx.bot.settings import RunSettings
+from chanctx.bot.shared.link import RedisLink
+from chanctx.bot.shared.replicas import Replicas
 from chanctx.bot.slack.app import build_app
 from chanctx.bot.slack.assistant_threads import AssistantThreads
 from chanctx.bot.slack.intake import SelfIdentity
@@ -36,18 +38,23 @@ __all__ = ["build_runtime", "known_state", "serve"]
 logger = logging.getLogger("chanctx.serve")
 
 
-def _limiter(options: Options, team: str) -> Limiter:
-    """The Slack budget: this process's own, or the one all replicas share in Redis."""
+def _redis(options: Options) -> RedisLink | None:
+    """The connection replicas share, checked at start: a wrong URL stops start-up."""
     if not options.redis_url:
-        return RateLimiter()
+        return None
     import redis
 
-    client = redis.Redis.from_url(options.redis_url, socket_timeout=5, socket_connect_timeout=5)
     try:
-        client.ping()
-    except redis.RedisError as error:
+        link = RedisLink(options.redis_url)
+        link.client.ping()
+    except (redis.RedisError, ValueError) as error:
         raise SettingsError(f"--redis-url: cannot reach Redis ({error})") from None
-    return RedisRateLimiter(client, team)
+    return link
+
+
+def shared_state(runtime: Runtime) -> Replicas | None:
+    """The replicas' shared state, when this runtime runs on Redis."""
+    return runtime.replicas if isinstance(runtime.replicas, Replicas) else None
 
 
 def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Runtime:
@@ -57,9 +64,10 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
     auth = client.auth_test()
     me = SelfIdentity(user_id=str(auth.get("user_id", "")), bot_id=str(auth.get("bot_id", "")))
     team = str(auth.get("team_id", ""))
-    fetcher = SlackFetcher(
-        client, limiter=_limiter(options, team), me=me, overflow=options.overflow
-    )
+    link = _redis(options)
+    # The Slack budget: this process's own, or the one all replicas share in Redis.
+    limiter: Limiter = RedisRateLimiter(link.client, team) if link else RateLimiter()
+    fetcher = SlackFetcher(client, limiter=limiter, me=me, overflow=options.overflow)
     engine = ContextEngine(
         me=me,
         settings=context_settings(options),
@@ -70,13 +78,24 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
             max_bytes=options.history_mb * 2**20,
         ),
     )
+    replicas = (
+        Replicas(
+            link,
+            engine,
+            team,
+            lease=options.turn_lease,
+            retention=options.change_retention,
+        )
+        if link
+        else None
+    )
     responder: Responder = NullResponder()
     if settings is not None and settings.anthropic_api_key:
         home = Path(settings.home).resolve()
         responder = ClaudeResponder(
             anthropic.Anthropic(api_key=settings.anthropic_api_key, max_retries=3),
             engine=engine,
-            store=SessionStore(Path(settings.data_dir)),
+            store=replicas.sessions if replicas else SessionStore(Path(settings.data_dir)),
             team=team,
             recipe=RecipeRunner(load_recipe(home), home=home, cwd=Path.cwd()),
             # The token goes only to Slack's file hosts over HTTPS (bot/slack/media.py).
@@ -91,9 +110,10 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
         assistant_threads=AssistantThreads(
             data_dir / "assistant_threads.jsonl" if data_dir else None
         ),
-        turns=TurnJournal(data_dir),
+        turns=replicas.turns if replicas else TurnJournal(data_dir),
         feedback=FeedbackStore(data_dir),
         keep_results=200,  # memory stays flat however many answers a running bot gives
+        replicas=replicas,
     )
 
 
@@ -113,6 +133,12 @@ def serve(
     # What a previous run acknowledged and never finished is answered now, off the start path;
     # /readyz says so once it is done.
     recovered = threading.Event()
+    shared = shared_state(runtime)
+    if shared is not None:  # follow the change stream, take turns from the shared queue
+        shared.start(runtime.take, runtime.workers)
+
+    def ready() -> bool:
+        return recovered.is_set() and (shared is None or shared.ready())
 
     def recover() -> None:
         try:
@@ -126,7 +152,7 @@ def serve(
             asgi = build_asgi_app(
                 app,
                 signing_secret=settings.signing_secret,
-                ready=recovered.is_set,
+                ready=ready,
                 extra_routes=_api_routes(runtime, settings.options.api_keys, settings.data_dir),
             )
             logger.info(
@@ -155,19 +181,27 @@ def _api_routes(runtime: Runtime, keys_file: Path | None, data_dir: Path) -> lis
         return []
     from chanctx.bot.server.profiles import ProfileStore
     from chanctx.bot.server.query_api import ApiKeys, query_routes
+    from chanctx.bot.shared.profiles import RedisProfileStore
 
     try:
         keys = ApiKeys.load(keys_file)
     except ValueError as error:
         raise SettingsError(f"--api-keys: {error}") from None
-    return query_routes(
-        runtime.engine, keys, ProfileStore(data_dir), turns=lambda: list(runtime.runner.results)
+    shared = shared_state(runtime)
+    profiles = (
+        RedisProfileStore(shared.link.client, shared.team) if shared else ProfileStore(data_dir)
     )
+    return query_routes(runtime.engine, keys, profiles, turns=lambda: list(runtime.runner.results))
 
 
 def stop_answering(runtime: Runtime, grace: float = 1.5) -> bool:
     """After the server stopped: True if no answer is still running."""
+    shared = shared_state(runtime)
+    if shared is not None:
+        shared.stop_taking()  # no new turns from the shared queue
     clean = runtime.runner.stop(grace)
+    if shared is not None:  # what still runs here is handed to another replica at once
+        shared.stop(release=not clean)
     if clean:  # answers still running may yet write to the journal: never close it under them
         runtime.close_stores()
     return clean

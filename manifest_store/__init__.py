@@ -19,7 +19,12 @@ from chanctx.manifest_store._entries import (
     MessageEntry,
     SessionStarted,
 )
-from chanctx.manifest_store._errors import InvalidSessionKey, SessionLogCorrupt
+from chanctx.manifest_store._errors import (
+    InvalidSessionKey,
+    SessionLogCorrupt,
+    StoreUnavailable,
+    TurnTakenOver,
+)
 from chanctx.manifest_store._feedback import FEEDBACK_FILE, FeedbackStore, Vote, verdict_of
 from chanctx.manifest_store._keys import SessionKey
 from chanctx.manifest_store._log import SessionLog, SessionStore
@@ -31,6 +36,10 @@ from chanctx.manifest_store._manifest import (
     reattach_preamble,
 )
 from chanctx.manifest_store._rebuild import SessionState, rebuild
+from chanctx.manifest_store._redis import check_team, guarded, is_outage, namespace
+from chanctx.manifest_store._redis_sessions import RedisSessionLog, RedisSessionStore
+from chanctx.manifest_store._redis_turns import QueuedTurn, RedisTurnStore
+from chanctx.manifest_store._stores import AppendLog, SessionLogs
 from chanctx.manifest_store._turns import OutboxEntry, PendingTurn, TurnJournal, TurnStore
 
 __all__ = [
@@ -41,6 +50,7 @@ __all__ = [
     "MANIFEST_VERSION",
     "MAX_DIGEST_TOKENS",
     "MIN_DIGEST_TOKENS",
+    "AppendLog",
     "AttachmentManifest",
     "AttachmentRecord",
     "CompactionEntry",
@@ -52,17 +62,28 @@ __all__ = [
     "MessageParam",
     "OutboxEntry",
     "PendingTurn",
+    "QueuedTurn",
+    "RedisSessionLog",
+    "RedisSessionStore",
+    "RedisTurnStore",
     "SessionKey",
     "SessionLog",
     "SessionLogCorrupt",
+    "SessionLogs",
     "SessionStarted",
     "SessionState",
     "SessionStore",
+    "StoreUnavailable",
     "TrimResult",
     "TurnJournal",
     "TurnStore",
+    "TurnTakenOver",
     "Vote",
+    "check_team",
     "content_hash",
+    "guarded",
+    "is_outage",
+    "namespace",
     "needs_compaction",
     "reattach_preamble",
     "rebuild",

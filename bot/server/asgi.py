@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from chanctx.bot.slack.envelope import STORE_FAILED, parse_json_payload
+from chanctx.manifest_store import StoreUnavailable
 from slack_bolt import App
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 from slack_sdk.signature import SignatureVerifier
@@ -122,13 +123,18 @@ def build_asgi_app(
         is_ready = ready()
         return JSONResponse({"ready": is_ready}, status_code=200 if is_ready else 503)
 
+    async def unavailable(request: Request, error: Exception) -> Response:
+        # A shared store (Redis) that does not answer: the client may retry; not our bug.
+        logger.warning("%s %s: %s", request.method, request.url.path, error)
+        return _text(503, "storage unavailable; retry")
+
     routes: list[BaseRoute] = [
         Route(path, events, methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         *extra_routes,
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, exception_handlers={StoreUnavailable: unavailable})
 
 
 def describe(app: Starlette) -> str:

@@ -16,6 +16,7 @@ from slack_bolt import BoltResponse
 __all__ = ["build"]
 
 logger = logging.getLogger("chanctx.listeners")
+_MAY_ASK = frozenset({"app_mention", "message"})  # events a listener may queue a question for
 
 
 def build(runtime: Runtime) -> Callable[..., BoltResponse | None]:
@@ -24,6 +25,15 @@ def build(runtime: Runtime) -> Callable[..., BoltResponse | None]:
         if body.get("type") != "event_callback" or not isinstance(event, dict):
             next()
             return None
+        if runtime.replicas is not None:
+            # Recorded in the change stream, which every replica's caches read. A delivery
+            # recorded before may still need its question queued (the queue failed after the
+            # change was stored, and Slack retried): queueing is idempotent, so those go on.
+            if runtime.publish(event, body.get("event_id")) or event.get("type") in _MAY_ASK:
+                next()
+                return None
+            logger.info("dropped a retried delivery of %s", body.get("event_id"))
+            return BoltResponse(status=200, body="")
         if not runtime.first_delivery(body.get("event_id")):
             logger.info("dropped a retried delivery of %s", body.get("event_id"))
             return BoltResponse(status=200, body="")  # acknowledged, not processed twice
