@@ -153,6 +153,7 @@ def serve(
                 app,
                 signing_secret=settings.signing_secret,
                 ready=ready,
+                status=(lambda: {"replica": shared.status()}) if shared is not None else None,
                 extra_routes=_api_routes(runtime, settings.options.api_keys, settings.data_dir),
             )
             logger.info(
