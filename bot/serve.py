@@ -107,11 +107,11 @@ def build_runtime(client: WebClient, settings: RunSettings | None = None) -> Run
         engine=engine,
         client=client,
         responder=responder,
-        assistant_threads=AssistantThreads(
-            data_dir / "assistant_threads.jsonl" if data_dir else None
-        ),
+        assistant_threads=replicas.pane
+        if replicas
+        else AssistantThreads(data_dir / "assistant_threads.jsonl" if data_dir else None),
         turns=replicas.turns if replicas else TurnJournal(data_dir),
-        feedback=FeedbackStore(data_dir),
+        feedback=replicas.feedback if replicas else FeedbackStore(data_dir),
         keep_results=200,  # memory stays flat however many answers a running bot gives
         replicas=replicas,
     )

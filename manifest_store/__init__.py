@@ -37,6 +37,7 @@ from chanctx.manifest_store._manifest import (
 )
 from chanctx.manifest_store._rebuild import SessionState, rebuild
 from chanctx.manifest_store._redis import check_team, guarded, is_outage, namespace
+from chanctx.manifest_store._redis_feedback import RedisFeedbackStore
 from chanctx.manifest_store._redis_sessions import RedisSessionLog, RedisSessionStore
 from chanctx.manifest_store._redis_turns import QueuedTurn, RedisTurnStore
 from chanctx.manifest_store._stores import AppendLog, SessionLogs
@@ -63,6 +64,7 @@ __all__ = [
     "OutboxEntry",
     "PendingTurn",
     "QueuedTurn",
+    "RedisFeedbackStore",
     "RedisSessionLog",
     "RedisSessionStore",
     "RedisTurnStore",

@@ -12,9 +12,11 @@ import pytest
 import redis
 from chanctx.bot.server.profiles import AgentProfile
 from chanctx.bot.shared.installations import RedisInstallationStore
+from chanctx.bot.shared.pane import RedisAssistantThreads
 from chanctx.bot.shared.profiles import RedisProfileStore
 from chanctx.manifest_store import (
     CustomEntry,
+    RedisFeedbackStore,
     RedisSessionStore,
     RedisTurnStore,
     SessionKey,
@@ -213,3 +215,31 @@ def test_redis_down_is_an_os_error_naming_what_was_not_stored(tmp_path: Path) ->
     with pytest.raises(StoreUnavailable, match="could not store a profile"):
         RedisProfileStore(client, TEAM).put(AgentProfile(name="x"))
     client.close()
+
+
+def test_a_reaction_through_one_replica_counts_for_an_answer_another_posted(
+    client: redis.Redis,
+) -> None:
+    posting, reacting = RedisFeedbackStore(client, TEAM), RedisFeedbackStore(client, TEAM)
+    posting.record_answer("C1", "9.000010", "C1:8.000001")
+    assert reacting.record_reaction("C1", "9.000011", "U1", "+1", added=True) is None  # not ours
+    assert reacting.record_reaction("C1", "9.000010", "U1", "eyes", added=True) is None
+    vote = reacting.record_reaction("C1", "9.000010", "U1", "+1::skin-tone-2", added=True)
+    assert vote is not None and vote.turn == "C1:8.000001" and vote.verdict == "helpful"
+    reacting.record_reaction("C1", "9.000010", "U2", "x", added=True)
+    reacting.record_reaction("C1", "9.000010", "U2", "x", added=False)  # taken back
+    assert posting.tally("C1:8.000001") == {"helpful": 1, "harmful": 0}
+
+
+def test_the_panes_channel_is_known_to_every_replica_and_titled_once(
+    client: redis.Redis,
+) -> None:
+    started, asked = RedisAssistantThreads(client, TEAM), RedisAssistantThreads(client, TEAM)
+    started.save(channel_id="D1", thread_ts="9.000020", context={"channel_id": "C7"})
+    started.save(channel_id="D1", thread_ts="9.000021", context={"team_id": "T1"})  # no channel
+    assert asked.viewed("D1", "9.000020") == "C7"
+    assert asked.viewed("D1", "9.000021") is None
+    assert asked.first_question("D1", "9.000020") is True
+    assert started.first_question("D1", "9.000020") is False
+    started.save(channel_id="D1", thread_ts="9.000020", context={"channel_id": "C8"})
+    assert asked.viewed("D1", "9.000020") == "C8"  # the user moved to another channel

@@ -24,9 +24,11 @@ from chanctx.bot.claude.answers import Turn
 from chanctx.bot.engine import ContextEngine
 from chanctx.bot.shared.feed import ChangeFeed
 from chanctx.bot.shared.link import RedisLink
+from chanctx.bot.shared.pane import RedisAssistantThreads
 from chanctx.bot.shared.turn_queue import TurnConsumer
 from chanctx.manifest_store import (
     QueuedTurn,
+    RedisFeedbackStore,
     RedisSessionStore,
     RedisTurnStore,
     StoreUnavailable,
@@ -64,6 +66,8 @@ class Replicas:
         self.feed = ChangeFeed(link, engine, team, self.name, retention=retention)
         self.turns = RedisTurnStore(link.client, team, self.name)
         self.sessions = RedisSessionStore(link.client, team)
+        self.feedback = RedisFeedbackStore(link.client, team)
+        self.pane = RedisAssistantThreads(link.client, team)
         self.consumer: TurnConsumer | None = None
         self._threads: dict[tuple[str, str], int] = {}  # thread leases held here
         self._lock = threading.Lock()
