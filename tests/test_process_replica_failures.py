@@ -139,3 +139,32 @@ def test_redis_killed_mid_stream_refuses_events_then_loses_and_doubles_nothing(
         finally:
             for bot in bots:
                 bot.stop()
+
+
+def test_a_redis_that_comes_back_empty_is_used_again_without_a_restart(tmp_path: Path) -> None:
+    """Without persistence Redis restarts empty (the README says what is lost): the replica
+    makes its queue again and answers new questions."""
+    with (
+        redis_server(tmp_path / "redis") as server,
+        FakeSlackAPI(copy.deepcopy(STATE)) as slack,
+        FakeAnthropicAPI() as claude,
+    ):
+        bot = replica(tmp_path / "r0", slack.url, claude.url, server.url)
+        try:
+            start_all([bot])
+            before, after = _mentions(1), _mentions(2, first=1)
+            for pair in before:
+                slack.mirror_event(pair[0]["event"])
+                assert [post_signed(bot.url, e) for e in pair] == [200, 200]
+            wait_for(lambda: _turn(before[0]) in answered(slack, CHANNEL), 30, "answered")
+            server.stop(kill=True)
+            wait_for(lambda: readiness(bot) == 503, 10, "unready while Redis is down")
+            server.start()  # no append-only file: an empty Redis
+            wait_ready(bot)
+            for pair in after:
+                slack.mirror_event(pair[0]["event"])
+                assert [post_signed(bot.url, e) for e in pair] == [200, 200]
+            _exactly_once(slack, [_turn(before[0]), _turn(after[0])])
+            assert bot.starts == 1
+        finally:
+            bot.stop()

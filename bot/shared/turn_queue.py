@@ -70,6 +70,14 @@ class TurnConsumer:
         self.store.ensure_group()
         self._group_ready = True
 
+    def _remake_group(self) -> None:
+        logger.warning("the answerers group is gone (Redis lost its data?): making it again")
+        try:
+            self.store.ensure_group()
+        except (StoreUnavailable, redis.RedisError) as error:
+            self._link.failed(error.__cause__ or error)
+            self._stop.wait(0.2)
+
     def running(self) -> list[tuple[str, str]]:
         with self._lock:
             return list(self._running.items())
@@ -122,6 +130,9 @@ class TurnConsumer:
                 self.taken += len(fresh)
                 self._hand_over(fresh)
             except (StoreUnavailable, redis.RedisError) as error:
+                if "NOGROUP" in str(error):  # Redis came back without its data
+                    self._remake_group()
+                    continue
                 if not is_outage(error):
                     logger.exception("the turn queue failed")
                 self._link.failed(error.__cause__ or error)
