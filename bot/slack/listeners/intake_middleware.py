@@ -16,7 +16,12 @@ from slack_bolt import BoltResponse
 __all__ = ["build"]
 
 logger = logging.getLogger("chanctx.listeners")
-_MAY_ASK = frozenset({"app_mention", "message"})  # events a listener may queue a question for
+# Events whose listeners store something of their own (a question queued, the pane's channel
+# kept), idempotently: a retry of one already recorded still runs them, in case that store
+# failed after the change was recorded (the event was refused, and Slack retried it).
+_REPLAYABLE = frozenset(
+    {"app_mention", "message", "assistant_thread_started", "assistant_thread_context_changed"}
+)
 
 
 def build(runtime: Runtime) -> Callable[..., BoltResponse | None]:
@@ -26,10 +31,8 @@ def build(runtime: Runtime) -> Callable[..., BoltResponse | None]:
             next()
             return None
         if runtime.replicas is not None:
-            # Recorded in the change stream, which every replica's caches read. A delivery
-            # recorded before may still need its question queued (the queue failed after the
-            # change was stored, and Slack retried): queueing is idempotent, so those go on.
-            if runtime.publish(event, body.get("event_id")) or event.get("type") in _MAY_ASK:
+            # Recorded in the change stream, which every replica's caches read.
+            if runtime.publish(event, body.get("event_id")) or event.get("type") in _REPLAYABLE:
                 next()
                 return None
             logger.info("dropped a retried delivery of %s", body.get("event_id"))
