@@ -6,6 +6,7 @@ acknowledged answered once, the replicas ready again without a restart)."""
 from __future__ import annotations
 
 import copy
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -168,3 +169,40 @@ def test_a_redis_that_comes_back_empty_is_used_again_without_a_restart(tmp_path:
             assert bot.starts == 1
         finally:
             bot.stop()
+
+
+def test_a_stopping_replica_hands_its_running_answer_to_the_other_at_once(
+    tmp_path: Path,
+) -> None:
+    """Zero-downtime deploys: SIGTERM with an answer in flight; the process exits, and the
+    other replica takes the turn at once, not after the lease (ten minutes here)."""
+    with (
+        redis_server(tmp_path / "redis") as server,
+        FakeSlackAPI(copy.deepcopy(STATE)) as slack,
+        FakeAnthropicAPI() as claude,
+    ):
+        claude.slow_next(1, seconds=60)  # the first answer is still waiting when SIGTERM comes
+        lease = {"CHANCTX_TURN_LEASE": "600"}
+        stopping, staying = (
+            replica(tmp_path / f"r{i}", slack.url, claude.url, server.url, **lease)
+            for i in range(2)
+        )
+        client = redis.Redis.from_url(server.url)
+        try:
+            start_all([stopping])
+            pair = _mentions(1)[0]
+            slack.mirror_event(pair[0]["event"])
+            assert [post_signed(stopping.url, e) for e in pair] == [200, 200]
+            start_all([staying])
+            wait_for(lambda: claude.count >= 1, 30, "the answer waiting on Claude")
+            assert _pending_turns(client, stopping) == {_turn(pair)}
+            assert stopping.process is not None
+            stopping.process.send_signal(signal.SIGTERM)
+            assert stopping.process.wait(timeout=15) == 0
+            stopping.process = None
+            _exactly_once(slack, [_turn(pair)])  # well within the ten-minute lease
+            assert replica_status(staying)["turns_claimed"] == 1
+        finally:
+            client.close()
+            for bot in (stopping, staying):
+                bot.stop()

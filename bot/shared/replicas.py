@@ -162,5 +162,10 @@ class Replicas:
         self.stop_taking()
         if release and self.consumer is not None:
             self.consumer.release()
+            with self._lock:
+                held = list(self._threads)
+            for channel, thread_ts in held:  # their answers stop with this process
+                with contextlib.suppress(StoreUnavailable):
+                    self.turns.unlease_thread(channel, thread_ts)
         self.feed.close()
         self.link.close()
