@@ -21,4 +21,5 @@ BENCHES: Final[dict[str, tuple[str, ...]]] = {
     "playbook": ("Channel playbook",),
     "locomo": ("Search quality (LoCoMo)",),
     "durable": ("Memory under load (durable answering)",),
+    "scale_out": ("Scale-out on Redis",),
 }

@@ -80,6 +80,24 @@ class SlackSource(Protocol):
     def channel_name(self, channel_id: str) -> str: ...
 
 
+class Learned(Protocol):
+    """Where the engine tells other replicas what it learned from Slack, so that none of them
+    asks Slack again (``bot/shared/``: the change stream in Redis). Called without the lock."""
+
+    def warmed(self, channel: str, messages: Sequence[Message]) -> None: ...
+    def fetched(self, messages: Sequence[Message]) -> None: ...
+    def thread(
+        self,
+        channel: str,
+        root_ts: str,
+        messages: Sequence[Message],
+        *,
+        complete: bool,
+        partial: tuple[str | None, str | None] | None,
+    ) -> None: ...
+    def named(self, kind: str, key: str, name: str) -> None: ...
+
+
 # Rate-limit seconds the running answer may still wait (None outside an answer).
 TURN_WAIT_LEFT: ContextVar[float | None] = ContextVar("chanctx_turn_wait_left", default=None)
 _FAR_FUTURE = "9999999999.999999"
@@ -115,10 +133,21 @@ class BuiltContext:
 class _LazyNames(Mapping[str, str]):
     """Display names resolved on first use (users.info / conversations.info, cached there)."""
 
-    def __init__(self, known: Mapping[str, str], resolve: Any, prefixes: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        known: Mapping[str, str],
+        resolve: Any,
+        prefixes: tuple[str, ...],
+        on_learn: Callable[[str, str], None] | None = None,
+    ) -> None:
         self._known = dict(known)
         self._resolve = resolve
         self._prefixes = prefixes
+        self._on_learn = on_learn
+
+    def learn(self, key: str, name: str) -> None:
+        """A name another replica resolved: no lookup here."""
+        self._known[key] = name
 
     def __getitem__(self, key: str) -> str:
         if key in self._known:
@@ -129,6 +158,8 @@ class _LazyNames(Mapping[str, str]):
         if not name or name == key:  # the lookup failed: let callers fall back
             raise KeyError(key)
         self._known[key] = name
+        if self._on_learn is not None:
+            self._on_learn(key, name)
         return name
 
     def __iter__(self) -> Iterator[str]:
@@ -151,6 +182,8 @@ class ContextEngine:
     # Thread roots for 6 h (seed 003): a thread whose root left the history (its bounds, a
     # restart) is still known whole from its root's reply count, without a refetch.
     starters: ThreadStarterCache | None = None
+    # Replicas: what this engine learns from Slack goes to the others (None: one process).
+    learned: Learned | None = None
     _warm: set[str] = field(default_factory=set)
     # Every cache read and write holds this lock; no Slack call ever does, so a rate-limit
     # wait in one answer never blocks intake of other events.
@@ -170,6 +203,7 @@ class ContextEngine:
     _unpinned: TTLCache[tuple[str, str], bool] = field(
         default_factory=lambda: TTLCache(maxsize=10_000, ttl=3600)
     )
+    _pins_fetched: set[str] = field(default_factory=set)  # channels whose pins.list was read
     # When each whole thread was last fetched: within stale_serve_ttl it is served with a
     # note when a refresh fails.
     _fetched: TTLCache[tuple[str, str], float] = field(init=False)
@@ -178,8 +212,15 @@ class ContextEngine:
         self._fetched = TTLCache(maxsize=2_000, ttl=self.settings.stale_serve_ttl, timer=self.clock)
         if self.slack is not None:
             self.names = Names(
-                users=_LazyNames(self.names.users, self.slack.user_name, ("U", "W")),
-                channels=_LazyNames(self.names.channels, self.slack.channel_name, ("C", "G", "D")),
+                users=_LazyNames(
+                    self.names.users, self.slack.user_name, ("U", "W"), self._named("user")
+                ),
+                channels=_LazyNames(
+                    self.names.channels,
+                    self.slack.channel_name,
+                    ("C", "G", "D"),
+                    self._named("channel"),
+                ),
             )
             if self.threads is None:
                 self.threads = ThreadReplyCache(self.slack)
@@ -192,6 +233,53 @@ class ContextEngine:
         with self._lock:
             self._apply(action)
         return action
+
+    def apply(self, action: IntakeAction) -> None:
+        """Apply what an event meant, decided by the replica that received it."""
+        with self._lock:
+            self._apply(action)
+
+    # -- what other replicas learned from Slack (the change stream) ------------------------
+
+    def _named(self, kind: str) -> Callable[[str, str], None]:
+        def tell(key: str, name: str) -> None:
+            if self.learned is not None:
+                self.learned.named(kind, key, name)
+
+        return tell
+
+    def learn_name(self, kind: str, key: str, name: str) -> None:
+        names = self.names.users if kind == "user" else self.names.channels
+        if isinstance(names, _LazyNames):
+            names.learn(key, name)
+
+    def learn_warm(self, channel: str, messages: Sequence[Message]) -> None:
+        """Another replica loaded this channel's recent history: no load here."""
+        with self._lock:
+            self._warm.add(channel)
+        self._adopt(messages)
+
+    def learn_thread(
+        self,
+        channel: str,
+        root_ts: str,
+        messages: Sequence[Message],
+        *,
+        complete: bool,
+        partial: tuple[str | None, str | None] | None,
+    ) -> None:
+        """Another replica fetched (part of) this thread."""
+        with self._lock:
+            root = self._root(channel, root_ts)
+        self._adopt_thread(channel, root_ts, root, messages, complete=complete, partial=partial)
+
+    def learn_messages(self, messages: Sequence[Message]) -> None:
+        self._adopt(messages)
+
+    def forget_warmth(self) -> None:
+        """History may have missed changes: each channel loads from Slack on its next use."""
+        with self._lock:
+            self._warm.clear()
 
     def _apply(self, action: IntakeAction) -> None:
         if isinstance(action, Record) and action.only_if_new:
@@ -256,8 +344,30 @@ class ContextEngine:
         elif not pins:
             self._pins.pop(message.channel, None)
 
+    def _fetch_pins(self, channel: str) -> None:
+        """Pins made before this start (one pins.list a channel and process: a replica that
+        learned the channel's history from another still asks once, when pins are wanted).
+        Pin events seen since then win (they are newer)."""
+        if self.slack is None:
+            return
+        with self._lock:
+            if channel in self._pins_fetched:
+                return
+            self._pins_fetched.add(channel)
+        pinned = self.slack.pinned_messages(channel)
+        with self._lock:
+            known = self._pins.get(channel, OrderedDict())
+            fresh = OrderedDict(
+                (m.ts, m) for m in pinned[-_MAX_PINS:] if (channel, m.ts) not in self._unpinned
+            )
+            fresh.update(known)
+            if fresh:
+                self._pins[channel] = fresh
+        self._adopt(pinned)
+
     def pinned(self, channel: str) -> list[Message]:
         """The channel's pinned messages, as history now holds them (edits included)."""
+        self._fetch_pins(channel)
         with self._lock:
             pins = list(self._pins.get(channel, {}).values())
             return [self.history.get(channel, m.ts) or m for m in pins]
@@ -308,18 +418,11 @@ class ContextEngine:
             if channel in self._warm:
                 return
             self._warm.add(channel)
-        self._adopt(self.slack.channel_history(channel, limit=self.settings.cold_start_messages))
-        # Pins made before this start: pin events seen since then win (they are newer).
-        pinned = self.slack.pinned_messages(channel)
-        with self._lock:
-            known = self._pins.get(channel, OrderedDict())
-            fresh = OrderedDict(
-                (m.ts, m) for m in pinned[-_MAX_PINS:] if (channel, m.ts) not in self._unpinned
-            )
-            fresh.update(known)
-            if fresh:
-                self._pins[channel] = fresh
-        self._adopt(pinned)
+        messages = self.slack.channel_history(channel, limit=self.settings.cold_start_messages)
+        self._adopt(messages)
+        if self.learned is not None:
+            self.learned.warmed(channel, messages)
+        self._fetch_pins(channel)
 
     def held(self, channel: str) -> int:
         """Messages of ``channel`` in memory (no Slack call)."""
@@ -383,17 +486,18 @@ class ContextEngine:
         except ChanctxError as error:
             notes.append(self._stale_note(key, f"could not fetch it from Slack ({error})"))
             return 0.0
-        self._adopt(fetched.messages)
-        with self._lock:
-            replies = self.history.replies(channel, root_ts)
-            root = self.history.get(channel, root_ts) or root
-            if fetched.complete:
-                self._partial.pop(key, None)
-                # A whole thread, never a partial one, is cached as the thread.
-                self.threads.store(channel, root_ts, ([root] if root else []) + replies)
-                self._fetched[key] = self.clock()
-            elif fetched.read_back_to is not None:
-                self._partial[key] = (fetched.read_back_to, fetched.read_up_to)
+        partial = (
+            (fetched.read_back_to, fetched.read_up_to)
+            if not fetched.complete and fetched.read_back_to is not None
+            else None
+        )
+        root, replies = self._adopt_thread(
+            channel, root_ts, root, fetched.messages, complete=fetched.complete, partial=partial
+        )
+        if self.learned is not None:
+            self.learned.thread(
+                channel, root_ts, fetched.messages, complete=fetched.complete, partial=partial
+            )
         if not fetched.complete and key in self._fetched:
             notes.append(self._stale_note(key, "Slack's rate limit on conversations.replies"))
         elif not fetched.complete:
@@ -408,6 +512,31 @@ class ContextEngine:
         if left is not None:  # what this turn may still wait, for its tools' fetches
             TURN_WAIT_LEFT.set(max(0.0, left - fetched.waited))
         return fetched.waited
+
+    def _adopt_thread(
+        self,
+        channel: str,
+        root_ts: str,
+        root: Message | None,
+        messages: Sequence[Message],
+        *,
+        complete: bool,
+        partial: tuple[str | None, str | None] | None,
+    ) -> tuple[Message | None, list[Message]]:
+        """Take a thread fetch into the caches; the thread's root and replies after it."""
+        self._adopt(messages)
+        key = (channel, root_ts)
+        with self._lock:
+            replies = self.history.replies(channel, root_ts)
+            root = self.history.get(channel, root_ts) or root
+            if complete and self.threads is not None:
+                self._partial.pop(key, None)
+                # A whole thread, never a partial one, is cached as the thread.
+                self.threads.store(channel, root_ts, ([root] if root else []) + replies)
+                self._fetched[key] = self.clock()
+            elif partial is not None:
+                self._partial[key] = partial
+        return root, replies
 
     def _wait_left(self) -> float:
         """Rate-limit seconds this fetch may wait: what is left of the turn's, if it runs
@@ -443,6 +572,8 @@ class ContextEngine:
             if fetched is not None:
                 self._adopt([fetched])
                 anchor = fetched
+                if self.learned is not None:
+                    self.learned.fetched([fetched])
         return anchor
 
     def _replies(self, channel: str, thread_ts: str) -> list[Message]:

@@ -68,6 +68,8 @@ class Options(BaseModel):
     port: int = 3000
     claude: bool = True
     redis_url: str | None = None
+    turn_lease: float = 30.0
+    change_retention: int = 100_000
     api_keys: Path | None = None
     claude_deadline: float = 120.0
     slack_fetches_per_turn: int = 3
@@ -270,8 +272,20 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "redis_url", "--redis-url", "CHANCTX_REDIS_URL", _text, "a redis:// URL",
-        "Redis shared by replicas (today: the Slack rate-limit budget)", commands=SERVING,
-        shown_default="none (one process)",
+        "Redis shared by replicas: queue, outbox, sessions, channel state, rate limits",
+        commands=SERVING, shown_default="none (one process)",
+    ),
+    Setting(
+        "turn_lease", "--turn-lease", "CHANCTX_TURN_LEASE", _seconds,
+        "a positive number of seconds",
+        "with Redis: a dead replica's turns are answered by another after this long",
+        commands=SERVING, shown_default="30 s",
+    ),
+    Setting(
+        "change_retention", "--change-retention", "CHANCTX_CHANGE_RETENTION", _positive_int,
+        "a positive whole number of changes",
+        "with Redis: changes the shared stream keeps, for replicas that start late",
+        commands=SERVING,
     ),
     Setting(
         "api_keys", "--api-keys", "CHANCTX_API_KEYS", _path, "a file path",

@@ -16,8 +16,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from cachetools import LRUCache, TTLCache
 from chanctx.bot.claude.answers import AnswerRunner, NullResponder, Responder, Turn, TurnResult
@@ -30,11 +31,11 @@ from chanctx.bot.slack.membership import MembershipChecker
 from chanctx.bot.slack.poster import Poster
 from chanctx.bot.slack.slack_api import counted_reads
 from chanctx.context import ChanctxError
-from chanctx.manifest_store import FeedbackStore, TurnJournal, TurnStore, Vote
+from chanctx.manifest_store import FeedbackStore, QueuedTurn, TurnJournal, TurnStore, Vote
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-__all__ = ["Runtime", "turn_id"]
+__all__ = ["Replicas", "Runtime", "turn_id"]
 
 logger = logging.getLogger("chanctx.runtime")
 # Slack retries an event for up to ~1 hour; ten minutes of ids covers its retry schedule
@@ -47,6 +48,23 @@ _FAILURE_TEXT = "Sorry, I couldn't answer this one: {reason}. Nothing is lost; p
 def turn_id(turn: Turn) -> str:
     """One id per question: the message and app_mention events of a mention share it."""
     return f"{turn.channel}:{turn.anchor_ts}"
+
+
+class Replicas(Protocol):
+    """Several replicas on one Redis (``bot/shared/``): what the runtime asks of them."""
+
+    def publish(self, event: Mapping[str, Any], event_id: str | None) -> bool:
+        """Record an event for every replica; False for a delivery recorded before. Raises
+        an OSError when it cannot be stored (the event is refused, so Slack retries)."""
+        ...
+
+    def answering(self, turn: Turn) -> AbstractContextManager[None]:
+        """Held while a turn is answered: its thread is this replica's, its context current."""
+        ...
+
+    def lost(self, error: BaseException) -> bool:
+        """True if the turn cannot go on here but stays queued (outage, taken over)."""
+        ...
 
 
 @dataclass
@@ -68,6 +86,8 @@ class Runtime:
     feedback: FeedbackStore | None = None
     # The channel playbooks: what answered turns teach, and what votes do (None: none kept).
     playbooks: ChannelPlaybooks | None = None
+    # Replicas sharing Redis: the queue hands turns out, the change stream feeds the engine.
+    replicas: Replicas | None = None
     runner: AnswerRunner = field(init=False)
     membership: MembershipChecker = field(init=False)
     poster: Poster = field(init=False)
@@ -88,6 +108,7 @@ class Runtime:
         self.poster.streaming = self.stream
         self._seen_events = TTLCache(maxsize=20_000, ttl=_DEDUP_SECONDS)
         self._in_flight = set()
+        self._resume: dict[str, QueuedTurn] = {}
         self.last_usage = LRUCache(maxsize=1_000)
 
     # -- on the dispatch path (before the ack) ---------------------------------------------
@@ -114,6 +135,25 @@ class Runtime:
 
     def intake(self, event: Mapping[str, Any]) -> None:
         self.engine.handle(event)  # the engine locks its caches itself
+        self._feedback_of(event)
+
+    def publish(self, event: Mapping[str, Any], event_id: str | None) -> bool:
+        """Replicas: record an event in the change stream (every replica's engine reads it
+        there); False for a delivery recorded before, here or on another replica."""
+        assert self.replicas is not None
+        if event_id:
+            with self.lock:
+                if event_id in self._seen_events:
+                    return False
+        if not self.replicas.publish(event, event_id):
+            return False
+        if event_id:
+            with self.lock:
+                self._seen_events[event_id] = True
+        self._feedback_of(event)
+        return True
+
+    def _feedback_of(self, event: Mapping[str, Any]) -> None:
         if self.feedback is not None and event.get("type") in (
             "reaction_added",
             "reaction_removed",
@@ -154,7 +194,21 @@ class Runtime:
         if not queued:
             logger.debug("already answering %s", turn_id(turn))
             return False
-        self._submit(turn)
+        if self.replicas is None:  # replicas: whichever has a free worker takes it
+            self._submit(turn)
+        return True
+
+    def take(self, queued: QueuedTurn, done: Callable[[QueuedTurn], None]) -> bool:
+        """Replicas: answer a turn taken from the shared queue (its outbox, if it has one,
+        is posted instead); ``done(queued)`` when the answer ends. False if it runs here."""
+        turn = Turn(**queued.payload)
+        key = turn_id(turn)
+        with self.lock:
+            if key in self._in_flight:
+                return False
+            self._in_flight.add(key)
+            self._resume[key] = queued
+        self.runner.submit(turn).add_done_callback(lambda _: done(queued))
         return True
 
     def _submit(self, turn: Turn) -> bool:
@@ -200,11 +254,42 @@ class Runtime:
         # One budget of rate-limit waiting per answer: its context and its tools share it;
         # the Slack reads it made are counted for the inspector.
         with self.engine.turn_wait_budget(), counted_reads() as reads:
-            result = self._answer(turn)
+            if self.replicas is None:
+                result = self._answer(turn)
+            else:
+                result = self._answer_shared(turn, self.replicas)
         result.slack_calls = dict(sorted(reads.items()))
         return result
 
-    def _answer(self, turn: Turn) -> TurnResult:
+    def _answer_shared(self, turn: Turn, replicas: Replicas) -> TurnResult:
+        key = turn_id(turn)
+        with self.lock:
+            resume = self._resume.pop(key, None)
+        try:
+            with replicas.answering(turn):
+                if resume is not None and resume.parts is not None:
+                    # Answered before (here or elsewhere), not all confirmed posted.
+                    result = TurnResult(turn=turn, reply="\n\n".join(resume.parts))
+                    result.reply_ts = self._deliver(
+                        turn,
+                        list(resume.parts),
+                        dict(resume.posted),
+                        check_thread=True,
+                        streaming=dict(resume.streaming),
+                    )
+                    return result
+                return self._answer(turn, check_thread=resume is not None and resume.taken_over)
+        except Exception as error:
+            if not replicas.lost(error):
+                raise
+            # Not failed, not answered: it stays in the queue (Redis back, another replica).
+            logger.warning("left %s to the shared queue: %s", key, error)
+            return TurnResult(turn=turn, error=f"left to the queue: {error}")
+        finally:
+            with self.lock:
+                self._in_flight.discard(key)
+
+    def _answer(self, turn: Turn, *, check_thread: bool = False) -> TurnResult:
         result = TurnResult(turn=turn)
         key = turn_id(turn)
         self._show_working(turn, on=True)
@@ -239,7 +324,9 @@ class Runtime:
             if text:
                 # Slack renders the Markdown itself; long answers go out as several
                 # messages, split where a reader would split.
-                result.reply_ts = self._deliver(turn, split_markdown(text), {})
+                result.reply_ts = self._deliver(
+                    turn, split_markdown(text), {}, check_thread=check_thread
+                )
             else:
                 self.turns.finish(key)
             if self.playbooks is not None:  # after the answer is out: learning never delays it
@@ -247,6 +334,8 @@ class Runtime:
                     turn.context_channel, key, turn.anchor_ts, answer.playbook_ids, text
                 )
         except Exception as error:
+            if self.replicas is not None and self.replicas.lost(error):
+                raise  # not this answer's failure: the turn stays queued
             logger.exception("answer failed in %s/%s", turn.channel, turn.thread_ts)
             result.error = f"{type(error).__name__}: {error}"
             # Our own errors say what happened in words; anything else by its name only.

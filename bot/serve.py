@@ -20,6 +20,8 @@ from chanctx.bot.playbooks import ChannelPlaybooks, Curator, OfflineCurator
 from chanctx.bot.runtime import Runtime
 from chanctx.bot.server import build_asgi_app, run_server
 from chanctx.bot.settings import RunSettings
+from chanctx.bot.shared.link import RedisLink
+from chanctx.bot.shared.replicas import Replicas
 from chanctx.bot.slack.app import build_app
 from chanctx.bot.slack.assistant_threads import AssistantThreads
 from chanctx.bot.slack.intake import SelfIdentity
@@ -38,18 +40,23 @@ __all__ = ["build_runtime", "known_state", "serve"]
 logger = logging.getLogger("chanctx.serve")
 
 
-def _limiter(options: Options, team: str) -> Limiter:
-    """The Slack budget: this process's own, or the one all replicas share in Redis."""
+def _redis(options: Options) -> RedisLink | None:
+    """The connection replicas share, checked at start: a wrong URL stops start-up."""
     if not options.redis_url:
-        return RateLimiter()
+        return None
     import redis
 
-    client = redis.Redis.from_url(options.redis_url, socket_timeout=5, socket_connect_timeout=5)
     try:
-        client.ping()
-    except redis.RedisError as error:
+        link = RedisLink(options.redis_url)
+        link.client.ping()
+    except (redis.RedisError, ValueError) as error:
         raise SettingsError(f"--redis-url: cannot reach Redis ({error})") from None
-    return RedisRateLimiter(client, team)
+    return link
+
+
+def shared_state(runtime: Runtime) -> Replicas | None:
+    """The replicas' shared state, when this runtime runs on Redis."""
+    return runtime.replicas if isinstance(runtime.replicas, Replicas) else None
 
 
 def build_runtime(
@@ -64,9 +71,10 @@ def build_runtime(
     auth = client.auth_test()
     me = SelfIdentity(user_id=str(auth.get("user_id", "")), bot_id=str(auth.get("bot_id", "")))
     team = str(auth.get("team_id", ""))
-    fetcher = SlackFetcher(
-        client, limiter=_limiter(options, team), me=me, overflow=options.overflow
-    )
+    link = _redis(options)
+    # The Slack budget: this process's own, or the one all replicas share in Redis.
+    limiter: Limiter = RedisRateLimiter(link.client, team) if link else RateLimiter()
+    fetcher = SlackFetcher(client, limiter=limiter, me=me, overflow=options.overflow)
     engine = ContextEngine(
         me=me,
         settings=context_settings(options),
@@ -77,13 +85,25 @@ def build_runtime(
             max_bytes=options.history_mb * 2**20,
         ),
     )
+    replicas = (
+        Replicas(
+            link,
+            engine,
+            team,
+            lease=options.turn_lease,
+            retention=options.change_retention,
+            reactions=(frozenset(options.helpful_reactions), frozenset(options.harmful_reactions)),
+        )
+        if link
+        else None
+    )
     claude = (
         anthropic.Anthropic(api_key=settings.anthropic_api_key, max_retries=3)
         if settings is not None and settings.anthropic_api_key
         else None
     )
     playbooks = ChannelPlaybooks(
-        LocalPlaybookStore(data_dir),
+        replicas.playbooks if replicas else LocalPlaybookStore(data_dir),
         engine,
         curator=_curator(options, engine, claude),
         counter=engine.counter,
@@ -95,7 +115,9 @@ def build_runtime(
             claude,
             engine=engine,
             playbooks=playbooks,
-            store=SessionStore(Path(data_dir or settings.data_dir)),
+            store=replicas.sessions
+            if replicas
+            else SessionStore(Path(data_dir or settings.data_dir)),
             team=team,
             recipe=RecipeRunner(load_recipe(home), home=home, cwd=Path.cwd()),
             # The token goes only to Slack's file hosts over HTTPS (bot/slack/media.py).
@@ -106,11 +128,13 @@ def build_runtime(
         engine=engine,
         client=client,
         responder=responder,
-        assistant_threads=AssistantThreads(
-            data_dir / "assistant_threads.jsonl" if data_dir else None
-        ),
-        turns=TurnJournal(data_dir),
-        feedback=FeedbackStore(
+        assistant_threads=replicas.pane
+        if replicas
+        else AssistantThreads(data_dir / "assistant_threads.jsonl" if data_dir else None),
+        turns=replicas.turns if replicas else TurnJournal(data_dir),
+        feedback=replicas.feedback
+        if replicas
+        else FeedbackStore(
             data_dir,
             helpful=frozenset(options.helpful_reactions),
             harmful=frozenset(options.harmful_reactions),
@@ -118,6 +142,7 @@ def build_runtime(
         playbooks=playbooks,
         keep_results=200,  # memory stays flat however many answers a running bot gives
         team_id=team,
+        replicas=replicas,
     )
 
 
@@ -150,6 +175,12 @@ def serve(
     # What a previous run acknowledged and never finished is answered now, off the start path;
     # /readyz says so once it is done.
     recovered = threading.Event()
+    shared = shared_state(runtime)
+    if shared is not None:  # follow the change stream, take turns from the shared queue
+        shared.start(runtime.take, runtime.workers)
+
+    def ready() -> bool:
+        return recovered.is_set() and (shared is None or shared.ready())
 
     def recover() -> None:
         try:
@@ -163,7 +194,8 @@ def serve(
             asgi = build_asgi_app(
                 app,
                 signing_secret=settings.signing_secret,
-                ready=recovered.is_set,
+                ready=ready,
+                status=(lambda: {"replica": shared.status()}) if shared is not None else None,
                 extra_routes=_api_routes(runtime, settings),
             )
             logger.info(
@@ -195,11 +227,18 @@ def _api_routes(runtime: Runtime, settings: RunSettings) -> list[BaseRoute]:
     from chanctx.bot.server.profiles import ProfileStore
     from chanctx.bot.server.query_api import ApiKeys, query_routes
     from chanctx.bot.server.query_sources import QuerySources
+    from chanctx.bot.shared.profiles import RedisProfileStore
 
     try:
         keys = ApiKeys.load(keys_file)
     except ValueError as error:
         raise SettingsError(f"--api-keys: {error}") from None
+    shared = shared_state(runtime)
+    profiles = (
+        RedisProfileStore(shared.link.client, shared.team)
+        if shared
+        else ProfileStore(settings.data_dir)
+    )
     home = Path(settings.home).resolve()
     sources = QuerySources(
         runtime.engine,
@@ -210,7 +249,7 @@ def _api_routes(runtime: Runtime, settings: RunSettings) -> list[BaseRoute]:
     return query_routes(
         runtime.engine,
         keys,
-        ProfileStore(settings.data_dir),
+        profiles,
         turns=lambda: list(runtime.runner.results),
         sources=sources,
     )
@@ -218,7 +257,12 @@ def _api_routes(runtime: Runtime, settings: RunSettings) -> list[BaseRoute]:
 
 def stop_answering(runtime: Runtime, grace: float = 1.5) -> bool:
     """After the server stopped: True if no answer is still running."""
+    shared = shared_state(runtime)
+    if shared is not None:
+        shared.stop_taking()  # no new turns from the shared queue
     clean = runtime.runner.stop(grace)
+    if shared is not None:  # what still runs here is handed to another replica at once
+        shared.stop(release=not clean)
     if clean:  # answers still running may yet write to the journal: never close it under them
         runtime.close_stores()
     return clean

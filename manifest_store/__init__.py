@@ -19,7 +19,12 @@ from chanctx.manifest_store._entries import (
     MessageEntry,
     SessionStarted,
 )
-from chanctx.manifest_store._errors import InvalidSessionKey, SessionLogCorrupt
+from chanctx.manifest_store._errors import (
+    InvalidSessionKey,
+    SessionLogCorrupt,
+    StoreUnavailable,
+    TurnTakenOver,
+)
 from chanctx.manifest_store._feedback import (
     FEEDBACK_FILE,
     HARMFUL,
@@ -39,6 +44,12 @@ from chanctx.manifest_store._manifest import (
 )
 from chanctx.manifest_store._playbook import PLAYBOOK_DIR, LocalPlaybookStore, PlaybookStore
 from chanctx.manifest_store._rebuild import SessionState, rebuild
+from chanctx.manifest_store._redis import check_team, guarded, is_outage, namespace
+from chanctx.manifest_store._redis_feedback import RedisFeedbackStore
+from chanctx.manifest_store._redis_playbook import RedisPlaybookStore
+from chanctx.manifest_store._redis_sessions import RedisSessionLog, RedisSessionStore
+from chanctx.manifest_store._redis_turns import QueuedTurn, RedisTurnStore
+from chanctx.manifest_store._stores import AppendLog, SessionLogs
 from chanctx.manifest_store._turns import OutboxEntry, PendingTurn, TurnJournal, TurnStore
 
 __all__ = [
@@ -52,6 +63,7 @@ __all__ = [
     "MAX_DIGEST_TOKENS",
     "MIN_DIGEST_TOKENS",
     "PLAYBOOK_DIR",
+    "AppendLog",
     "AttachmentManifest",
     "AttachmentRecord",
     "CompactionEntry",
@@ -65,17 +77,30 @@ __all__ = [
     "OutboxEntry",
     "PendingTurn",
     "PlaybookStore",
+    "QueuedTurn",
+    "RedisFeedbackStore",
+    "RedisPlaybookStore",
+    "RedisSessionLog",
+    "RedisSessionStore",
+    "RedisTurnStore",
     "SessionKey",
     "SessionLog",
     "SessionLogCorrupt",
+    "SessionLogs",
     "SessionStarted",
     "SessionState",
     "SessionStore",
+    "StoreUnavailable",
     "TrimResult",
     "TurnJournal",
     "TurnStore",
+    "TurnTakenOver",
     "Vote",
+    "check_team",
     "content_hash",
+    "guarded",
+    "is_outage",
+    "namespace",
     "needs_compaction",
     "reattach_preamble",
     "rebuild",

@@ -3,6 +3,9 @@
 * context.ChanctxError
   + InvalidSessionKey   -- a team, channel or thread ts that cannot name a session file
   + SessionLogCorrupt   -- a line in the middle of a session log that is not an entry
+* OSError
+  + StoreUnavailable    -- the shared store (Redis) could not be reached: nothing was stored
+* TurnTakenOver         -- another replica owns this turn now (its lease ran out here)
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from pathlib import Path
 
 from chanctx.context import ChanctxError
 
-__all__ = ["InvalidSessionKey", "SessionLogCorrupt"]
+__all__ = ["InvalidSessionKey", "SessionLogCorrupt", "StoreUnavailable", "TurnTakenOver"]
 
 
 class InvalidSessionKey(ChanctxError, ValueError):
@@ -34,3 +37,21 @@ class SessionLogCorrupt(ChanctxError):
         )
         self.path = path
         self.line = line
+
+
+class StoreUnavailable(OSError):
+    """The shared store did not answer (Redis down, a timeout): nothing was stored.
+
+    An OSError on purpose: whatever refuses an event the disk could not store (HTTP 503, no
+    Socket Mode ack, so Slack retries) refuses one Redis could not store the same way.
+    """
+
+
+class TurnTakenOver(Exception):
+    """This replica's lease on a turn ran out and another replica claimed it: the turn is
+    theirs to answer, so this one stops before writing or posting anything more."""
+
+    def __init__(self, turn_id: str, owner: str | None) -> None:
+        super().__init__(f"turn {turn_id} is now answered by {owner or 'another replica'}")
+        self.turn_id = turn_id
+        self.owner = owner

@@ -98,6 +98,10 @@ class SessionLog:
     def path(self) -> Path:
         return self._path
 
+    def changed_elsewhere(self) -> bool:
+        """Never: one process per data directory (replicas share Redis instead)."""
+        return False
+
     def append(self, entry: Entry) -> None:
         line = entry.model_dump_json().encode() + b"\n"
         with self._lock:

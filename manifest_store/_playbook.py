@@ -22,7 +22,8 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, Protocol, TextIO
 
@@ -59,7 +60,8 @@ class PlaybookStore(Protocol):
 class _Channel:
     """One channel's playbook, its turns' bullets and counted votes, and its open file."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, name: str, path: Path | None) -> None:
+        self.name = name
         self.path = path
         self.playbook = Playbook()
         self.uses: OrderedDict[str, tuple[str, ...]] = OrderedDict()
@@ -99,17 +101,20 @@ class LocalPlaybookStore:
     def bullets(self, channel: str) -> list[Bullet]:
         held = self._open(channel)
         with held.lock:
+            self._catch_up(held)
             return held.playbook.bullets
 
     def playbook(self, channel: str) -> Playbook:
         """A copy of the channel's playbook (selecting from it needs no lock)."""
         held = self._open(channel)
         with held.lock:
+            self._catch_up(held)
             return Playbook(held.playbook.bullets, held.playbook.aliases)
 
     def used_by(self, channel: str, turn: str) -> list[str]:
         held = self._open(channel)
         with held.lock:
+            self._catch_up(held)
             return list(held.uses.get(turn, ()))
 
     # -- writing -----------------------------------------------------------------------------
@@ -117,7 +122,7 @@ class LocalPlaybookStore:
     def apply(self, channel: str, deltas: Sequence[Delta], now: float) -> list[str]:
         """Apply a curator's deltas, merge near-duplicates, keep the bounds; the ids touched."""
         held = self._open(channel)
-        with held.lock:
+        with self._exclusive(held):
             before = {b.id: b for b in held.playbook.bullets}
             touched = [i for d in deltas if (i := held.playbook.apply(d, now)) is not None]
             for kept, gone in held.playbook.refine():
@@ -131,7 +136,7 @@ class LocalPlaybookStore:
     def record_use(self, channel: str, turn: str, ids: Sequence[str]) -> None:
         """The bullets ``turn`` put in front of Claude: a vote on its answer lands on them."""
         held = self._open(channel)
-        with held.lock:
+        with self._exclusive(held):
             _remember(held.uses, turn, tuple(ids), _MAX_USES)
             self._write(held, {"kind": "use", "turn": turn, "ids": list(ids)})
 
@@ -141,7 +146,7 @@ class LocalPlaybookStore:
         grow). The ids whose counters changed."""
         key = f"{turn}|{user}|{'helpful' if helpful else 'harmful'}"
         held = self._open(channel)
-        with held.lock:
+        with self._exclusive(held):
             ids = held.uses.get(turn, ())
             if key in held.voted or not ids:
                 return []
@@ -156,7 +161,7 @@ class LocalPlaybookStore:
     def replace(self, channel: str, bullets: Sequence[Bullet]) -> None:
         """Import: the channel's playbook becomes ``bullets`` (reviewed and edited offline)."""
         held = self._open(channel)
-        with held.lock:
+        with self._exclusive(held):
             before = {b.id: b for b in held.playbook.bullets}
             held.playbook = Playbook(bullets)
             for bullet_id in before.keys() - {b.id for b in bullets}:
@@ -175,6 +180,17 @@ class LocalPlaybookStore:
 
     # -- internals ---------------------------------------------------------------------------
 
+    # -- where the lines live (overridden by the Redis store) --------------------------------
+
+    @contextmanager
+    def _exclusive(self, held: _Channel) -> Iterator[None]:
+        """One writer at a time for the channel, with its state current."""
+        with held.lock:
+            yield
+
+    def _catch_up(self, held: _Channel) -> None:
+        """Fold lines other writers appended since (none: this process is the only one)."""
+
     def _changed(self, channel: str) -> None:
         if self._on_change is not None:
             self._on_change(channel)
@@ -186,9 +202,10 @@ class LocalPlaybookStore:
             held = self._channels.get(channel)
             if held is not None:
                 return held
-            held = _Channel(self.root / f"{channel}.jsonl" if self.root is not None else None)
-            if held.path is not None and held.path.exists():
-                self._load(held)
+            held = _Channel(
+                channel, self.root / f"{channel}.jsonl" if self.root is not None else None
+            )
+            self._load(held)
             self._channels[channel] = held
             return held
 
@@ -197,11 +214,12 @@ class LocalPlaybookStore:
             if before.get(bullet.id) != bullet:
                 self._write(held, {"kind": "bullet", "bullet": bullet.model_dump(mode="json")})
         live = len(held.playbook.bullets) + len(held.uses) + len(held.voted)
-        if held.path is not None and held.lines > 4 * live + 1_000:
+        if held.lines > 4 * live + 1_000:
             self._rewrite(held)
 
     def _write(self, held: _Channel, entry: dict[str, Any]) -> None:
         if held.path is None:
+            held.lines += 1
             return
         if held.handle is None:
             held.handle = held.path.open("a", encoding="utf-8")
@@ -212,7 +230,9 @@ class LocalPlaybookStore:
 
     def _rewrite(self, held: _Channel) -> None:
         """The state in as few lines as it needs, swapped in atomically."""
-        assert held.path is not None
+        if held.path is None:
+            held.lines = 0
+            return
         entries = list(_state_lines(held))
         temporary = held.path.with_suffix(".jsonl.tmp")
         with temporary.open("w", encoding="utf-8") as out:
@@ -233,7 +253,8 @@ class LocalPlaybookStore:
         held.lines = len(entries)
 
     def _load(self, held: _Channel) -> None:
-        assert held.path is not None
+        if held.path is None or not held.path.exists():
+            return
         bullets: dict[str, Bullet] = {}
         aliases: dict[str, str] = {}
         torn = False

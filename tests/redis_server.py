@@ -6,7 +6,6 @@ if that fails the tests that need Redis fail with the reason, they are never ski
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import time
@@ -23,20 +22,6 @@ __all__ = ["RedisServer", "ensure_redis_server", "redis_server"]
 
 def ensure_redis_server() -> str:
     return ensure_debian_binary("redis-server", "redis-server")
-    for command in (
-        ["apt-get", "update", "-qq"],
-        ["apt-get", "install", "-y", "-qq", "redis-server"],
-    ):
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            raise RuntimeError(
-                f"redis-server is missing and `{' '.join(command)}` failed "
-                f"(install Debian's redis-server package): {result.stderr.strip()[-500:]}"
-            )
-    found = shutil.which("redis-server")
-    if not found:
-        raise RuntimeError("redis-server is still missing after installing Debian's package")
-    return found
 
 
 def _free_port() -> int:
@@ -59,6 +44,7 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
         command = [
             ensure_redis_server(),
             "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.workdir),
@@ -75,6 +61,7 @@ class RedisServer:
             except redis.ConnectionError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     err = self.process.stderr.read().decode() if self.process.stderr else ""
+                    self.stop(kill=True)
                     raise RuntimeError(f"redis-server did not start: {err[-500:]}") from None
                 time.sleep(0.02)
         client.close()

@@ -57,15 +57,15 @@ from chanctx.context import (
 )
 from chanctx.context.recipe import DEFAULT_PLAYBOOK_BUDGET
 from chanctx.manifest_store import (
+    AppendLog,
     AttachmentManifest,
     CompactionEntry,
     CustomEntry,
     Entry,
     MessageEntry,
     SessionKey,
-    SessionLog,
+    SessionLogs,
     SessionStarted,
-    SessionStore,
     needs_compaction,
     rebuild,
     summarize_request,
@@ -111,7 +111,7 @@ class SessionSettings:
 @dataclass
 class _Session:
     key: SessionKey
-    log: SessionLog
+    log: AppendLog
     messages: list[dict[str, Any]] = field(default_factory=list)
     turn: int = 0
     context_attached: bool = False
@@ -275,7 +275,7 @@ class ClaudeResponder:
         client: anthropic.Anthropic,
         *,
         engine: ContextEngine,
-        store: SessionStore,
+        store: SessionLogs,
         team: str,
         recipe: RecipeRunner | None = None,
         media: MediaSource | None = None,
@@ -318,8 +318,10 @@ class ClaudeResponder:
     def _session(self, turn: Turn) -> _Session:
         key = SessionKey(team=self.team, channel=turn.channel, thread_ts=turn.thread_ts)
         with self._guard:
-            if key in self._sessions:
-                return self._sessions[key]
+            held = self._sessions.get(key)
+            # Replicas: another one may have answered in this thread since; its log says so.
+            if held is not None and not held.log.changed_elsewhere():
+                return held
             session = _Session(key=key, log=self.store.open(key))
             entries = session.log.entries()
             if entries:  # a restarted bot resumes where the log ends

@@ -14,10 +14,11 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Any, Final
 
 from chanctx.bot.server.bodies import BodyTooLarge, read_body
 from chanctx.bot.slack.envelope import STORE_FAILED, parse_json_payload
+from chanctx.manifest_store import StoreUnavailable
 from slack_bolt import App
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 from slack_sdk.signature import SignatureVerifier
@@ -43,12 +44,14 @@ def build_asgi_app(
     *,
     signing_secret: str | None = None,
     ready: Callable[[], bool] = lambda: True,
+    status: Callable[[], dict[str, Any]] | None = None,
     path: str = "/slack/events",
     extra_routes: Sequence[BaseRoute] = (),
     max_body: int = MAX_BODY,
     body_timeout: float = BODY_TIMEOUT,
 ) -> Starlette:
-    """``ready``: whether the bot can answer yet (identity known, unfinished turns recovered).
+    """``ready``: whether the bot can answer yet (identity known, unfinished turns recovered;
+    replicas: Redis answers, the change stream read); ``status``: more to say on ``/readyz``.
     ``signing_secret``: checked here first, so an unsigned body is a 401 whatever its shape
     (Bolt checks again; parsing what nobody signed is not our business)."""
     verifier = SignatureVerifier(signing_secret) if signing_secret else None
@@ -103,7 +106,13 @@ def build_asgi_app(
 
     async def readyz(request: Request) -> Response:
         is_ready = ready()
-        return JSONResponse({"ready": is_ready}, status_code=200 if is_ready else 503)
+        body = {"ready": is_ready, **(status() if status is not None else {})}
+        return JSONResponse(body, status_code=200 if is_ready else 503)
+
+    async def unavailable(request: Request, error: Exception) -> Response:
+        # A shared store (Redis) that does not answer: the client may retry; not our bug.
+        logger.warning("%s %s: %s", request.method, request.url.path, error)
+        return _text(503, "storage unavailable; retry")
 
     routes: list[BaseRoute] = [
         Route(path, events, methods=["POST"]),
@@ -111,7 +120,7 @@ def build_asgi_app(
         Route("/readyz", readyz, methods=["GET"]),
         *extra_routes,
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, exception_handlers={StoreUnavailable: unavailable})
 
 
 def describe(app: Starlette) -> str:

@@ -16,6 +16,12 @@ from slack_bolt import BoltResponse
 __all__ = ["build"]
 
 logger = logging.getLogger("chanctx.listeners")
+# Events whose listeners store something of their own (a question queued, the pane's channel
+# kept), idempotently: a retry of one already recorded still runs them, in case that store
+# failed after the change was recorded (the event was refused, and Slack retried it).
+_REPLAYABLE = frozenset(
+    {"app_mention", "message", "assistant_thread_started", "assistant_thread_context_changed"}
+)
 
 
 def build() -> Callable[..., BoltResponse | None]:
@@ -25,6 +31,13 @@ def build() -> Callable[..., BoltResponse | None]:
         if runtime is None or body.get("type") != "event_callback" or not isinstance(event, dict):
             next()
             return None
+        if runtime.replicas is not None:
+            # Recorded in the change stream, which every replica's caches read.
+            if runtime.publish(event, body.get("event_id")) or event.get("type") in _REPLAYABLE:
+                next()
+                return None
+            logger.info("dropped a retried delivery of %s", body.get("event_id"))
+            return BoltResponse(status=200, body="")
         if not runtime.first_delivery(body.get("event_id")):
             logger.info("dropped a retried delivery of %s", body.get("event_id"))
             return BoltResponse(status=200, body="")  # acknowledged, not processed twice

@@ -1,0 +1,54 @@
+"""What every Redis store shares: the key namespace and how an outage is reported.
+
+Keys are ``chanctx:<team>:<kind>:...`` (the README lists every kind), so one Redis can hold
+several bots' workspaces and an operator can find, size or drop one workspace's state.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Final
+
+import redis
+from chanctx.manifest_store._errors import StoreUnavailable
+
+__all__ = ["check_team", "guarded", "is_outage", "namespace"]
+
+# Slack team and enterprise ids; "-" stands for "none" (an org-wide install has no team).
+_TEAM: Final = re.compile(r"[A-Z0-9]{1,32}|-")
+# Errors that mean "Redis could not store this now", as opposed to a bug in a command.
+_UNAVAILABLE_REPLIES: Final = ("OOM", "MISCONF", "READONLY", "LOADING", "NOREPLICAS", "TRYAGAIN")
+
+
+def check_team(team: str) -> str:
+    """The team id, checked: it becomes part of every key."""
+    if not isinstance(team, str) or not _TEAM.fullmatch(team):
+        raise ValueError(f"team {team!r} is not a Slack team id ([A-Z0-9]{{1,32}})")
+    return team
+
+
+def namespace(team: str) -> str:
+    return f"chanctx:{check_team(team)}:"
+
+
+def is_outage(error: BaseException) -> bool:
+    """True for a Redis error that says the store is unavailable (down, timing out, out of
+    memory, loading its data after a restart), not that a command was wrong."""
+    if isinstance(error, redis.ConnectionError | redis.TimeoutError | StoreUnavailable):
+        return True
+    if isinstance(error, redis.ResponseError):
+        return str(error).startswith(_UNAVAILABLE_REPLIES)
+    return False
+
+
+@contextmanager
+def guarded(what: str) -> Iterator[None]:
+    """Turn a Redis outage into StoreUnavailable (an OSError), naming what was not done."""
+    try:
+        yield
+    except redis.RedisError as error:
+        if is_outage(error):
+            raise StoreUnavailable(f"Redis unavailable, could not {what}: {error}") from error
+        raise
