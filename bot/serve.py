@@ -35,12 +35,12 @@ from slack_bolt import App
 from slack_sdk import WebClient
 from starlette.routing import BaseRoute
 
-__all__ = ["build_runtime", "known_state", "serve"]
+__all__ = ["build_runtime", "known_state", "redis_link", "serve"]
 
 logger = logging.getLogger("chanctx.serve")
 
 
-def _redis(options: Options) -> RedisLink | None:
+def redis_link(options: Options) -> RedisLink | None:
     """The connection replicas share, checked at start: a wrong URL stops start-up."""
     if not options.redis_url:
         return None
@@ -71,7 +71,7 @@ def build_runtime(
     auth = client.auth_test()
     me = SelfIdentity(user_id=str(auth.get("user_id", "")), bot_id=str(auth.get("bot_id", "")))
     team = str(auth.get("team_id", ""))
-    link = _redis(options)
+    link = redis_link(options)
     # The Slack budget: this process's own, or the one all replicas share in Redis.
     limiter: Limiter = RedisRateLimiter(link.client, team) if link else RateLimiter()
     fetcher = SlackFetcher(client, limiter=limiter, me=me, overflow=options.overflow)

@@ -98,14 +98,28 @@ def oauth_routes(app: App) -> list[BaseRoute]:
     ]
 
 
+def _installations(settings: RunSettings) -> InstallationStore:
+    """Where installations are kept: Redis when replicas share one (any replica serves any
+    workspace), else files in the data dir."""
+    if settings.options.redis_url:
+        from chanctx.bot.serve import redis_link
+        from chanctx.bot.shared.installations import RedisInstallationStore
+
+        link = redis_link(settings.options)
+        assert link is not None
+        return RedisInstallationStore(link.client)
+    assert settings.client_id is not None
+    return FileInstallationStore(
+        base_dir=str(settings.data_dir / "installations"), client_id=settings.client_id
+    )
+
+
 def serve_oauth(
     settings: RunSettings, *, installation_store: InstallationStore | None = None
 ) -> App:
     """Serve every installed workspace over HTTP until SIGTERM (blocks)."""
     assert settings.client_id is not None
-    store = installation_store or FileInstallationStore(
-        base_dir=str(settings.data_dir / "installations"), client_id=settings.client_id
-    )
+    store = installation_store or _installations(settings)
     workspaces = build_workspaces(settings, store)
     app = build_oauth_app(
         workspaces,
