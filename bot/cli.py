@@ -124,6 +124,7 @@ def demo_fixture() -> Path:
 
 def _replay(args: argparse.Namespace, options: Options) -> int:
     from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
+    from chanctx.bot.embeddings import EmbeddingSimilarity, load_embed
     from chanctx.bot.replay.fixture import load_fixture
     from chanctx.bot.replay.runner import ReplayOptions, replay
     from chanctx.bot.settings import SettingsError
@@ -151,6 +152,9 @@ def _replay(args: argparse.Namespace, options: Options) -> int:
                 frozenset(options.helpful_reactions),
                 frozenset(options.harmful_reactions),
             ),
+            similar=EmbeddingSimilarity(load_embed(options.playbook_embed))
+            if options.playbook_embed
+            else None,
         ),
         then=_serve_replayed(args.serve, args.json) if args.serve is not None else None,
     )

@@ -86,6 +86,7 @@ class Options(BaseModel):
         "tada",
     )
     harmful_reactions: tuple[str, ...] = ("-1", "thumbsdown", "x", "no_entry_sign")
+    playbook_embed: str | None = None  # MODULE:FUNCTION of an embedding model
 
 
 def _positive_int(text: str) -> int:
@@ -334,6 +335,11 @@ SETTINGS: tuple[Setting, ...] = (
         "harmful_reactions", "--harmful-reactions", "CHANCTX_HARMFUL_REACTIONS", _names,
         "reaction names separated by commas",
         "reactions on an answer that say it did not help", shown_default="-1, thumbsdown, x, no_entry_sign",
+    ),
+    Setting(
+        "playbook_embed", "--playbook-embed", "CHANCTX_PLAYBOOK_EMBED", _text, "MODULE:FUNCTION",
+        "an embedding model for merging near-duplicate playbook bullets (a function from texts "
+        "to vectors)", shown_default="none (word overlap)",
     ),
     Setting(
         "claude", "--no-claude", "CHANCTX_CLAUDE", _switch, "1 or 0",

@@ -14,6 +14,7 @@ from chanctx.bot.claude.answers import NullResponder, Responder
 from chanctx.bot.claude.curator import ClaudeCurator
 from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
 from chanctx.bot.claude.session import ClaudeResponder
+from chanctx.bot.embeddings import EmbeddingSimilarity, load_embed
 from chanctx.bot.engine import ContextEngine
 from chanctx.bot.options import Options, SettingsError, context_settings, session_settings
 from chanctx.bot.playbooks import ChannelPlaybooks, Curator, OfflineCurator
@@ -102,8 +103,13 @@ def build_runtime(
         if settings is not None and settings.anthropic_api_key
         else None
     )
+    similar = (
+        EmbeddingSimilarity(load_embed(options.playbook_embed)) if options.playbook_embed else None
+    )
+    if replicas is not None:
+        replicas.playbooks.similar = similar
     playbooks = ChannelPlaybooks(
-        replicas.playbooks if replicas else LocalPlaybookStore(data_dir),
+        replicas.playbooks if replicas else LocalPlaybookStore(data_dir, similar=similar),
         engine,
         curator=_curator(options, engine, claude),
         counter=engine.counter,

@@ -28,12 +28,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "ACTIVE",
+    "EMBEDDING_SIMILARITY",
     "SECTIONS",
     "Bullet",
     "BulletSource",
     "Delta",
     "Playbook",
     "Section",
+    "Similarity",
     "anchors",
     "render_playbook",
     "same_fact",
@@ -179,9 +181,18 @@ def anchors(text: str) -> frozenset[str]:
     return frozenset(w for w in words(text) if any(c in w for c in "0123456789-._/:")) | quoted
 
 
-def same_fact(a: str, b: str) -> bool:
-    """Near-duplicates: alike in wording and naming the same things."""
-    return similarity(a, b) >= MERGE_SIMILARITY and anchors(a) == anchors(b)
+Similarity = Callable[[str, str], float]
+EMBEDDING_SIMILARITY: Final = 0.85  # cosine at which an embedding model calls two texts alike
+
+
+def same_fact(a: str, b: str, similar: Similarity | None = None) -> bool:
+    """Near-duplicates: alike (by word overlap, or by ``similar``, an embedding model's cosine,
+    when the operator installed one) and naming the same things."""
+    if anchors(a) != anchors(b):
+        return False
+    if similar is not None:
+        return similar(a, b) >= EMBEDDING_SIMILARITY
+    return similarity(a, b) >= MERGE_SIMILARITY
 
 
 def _utility(bullet: Bullet) -> tuple[int, int, int, float, float]:
@@ -198,7 +209,14 @@ def _utility(bullet: Bullet) -> tuple[int, int, int, float, float]:
 class Playbook:
     """One channel's bullets. Not thread-safe: the store serialises access."""
 
-    def __init__(self, bullets: Iterable[Bullet] = (), aliases: dict[str, str] | None = None):
+    def __init__(
+        self,
+        bullets: Iterable[Bullet] = (),
+        aliases: dict[str, str] | None = None,
+        *,
+        similar: Similarity | None = None,
+    ) -> None:
+        self._similar = similar
         self._bullets: dict[str, Bullet] = {b.id: b for b in bullets}
         self._aliases: dict[str, str] = dict(aliases or {})
         self._next: dict[str, int] = {}
@@ -268,7 +286,7 @@ class Playbook:
         old = self.get(delta.id or "")
         if old is None or not old.active:
             return None
-        if delta.content and not same_fact(delta.content, old.content):
+        if delta.content and not same_fact(delta.content, old.content, self._similar):
             # New content on the same subject: a new bullet supersedes this one.
             subject = old.subject or f"bullet:{old.id}"
             if old.subject is None:
@@ -287,7 +305,7 @@ class Playbook:
         for bullet in self.active():
             if bullet.section != section or not _compatible(bullet.subject, subject):
                 continue
-            if same_fact(bullet.content, content):
+            if same_fact(bullet.content, content, self._similar):
                 return bullet
         return None
 
@@ -332,7 +350,7 @@ class Playbook:
                     continue
                 if not _compatible(bullet.subject, other.subject):
                     continue
-                if same_fact(bullet.content, other.content):
+                if same_fact(bullet.content, other.content, self._similar):
                     self._absorb(bullet.id, other.id)
                     merged.append((bullet.id, other.id))
         return merged

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, Protocol, TextIO
 
-from chanctx.context.playbook import Bullet, Delta, Playbook
+from chanctx.context.playbook import Bullet, Delta, Playbook, Similarity
 from pydantic import ValidationError
 
 __all__ = ["PLAYBOOK_DIR", "LocalPlaybookStore", "PlaybookStore"]
@@ -81,7 +81,11 @@ class LocalPlaybookStore:
         max_active: int = MAX_ACTIVE,
         max_kept: int = MAX_KEPT,
         on_change: Callable[[str], None] | None = None,
+        similar: Similarity | None = None,
     ) -> None:
+        """``similar``: an embedding model's similarity for merging near-duplicates (word
+        overlap without one)."""
+        self.similar = similar
         self.root = data_dir / PLAYBOOK_DIR if data_dir is not None else None
         self._max_active, self._max_kept = max_active, max_kept
         self._channels: dict[str, _Channel] = {}
@@ -109,7 +113,7 @@ class LocalPlaybookStore:
         held = self._open(channel)
         with held.lock:
             self._catch_up(held)
-            return Playbook(held.playbook.bullets, held.playbook.aliases)
+            return self.new_playbook(held.playbook.bullets, held.playbook.aliases)
 
     def used_by(self, channel: str, turn: str) -> list[str]:
         held = self._open(channel)
@@ -163,7 +167,7 @@ class LocalPlaybookStore:
         held = self._open(channel)
         with self._exclusive(held):
             before = {b.id: b for b in held.playbook.bullets}
-            held.playbook = Playbook(bullets)
+            held.playbook = self.new_playbook(bullets)
             for bullet_id in before.keys() - {b.id for b in bullets}:
                 self._write(held, {"kind": "drop", "id": bullet_id})
             self._write_changed(held, before)
@@ -179,6 +183,11 @@ class LocalPlaybookStore:
                     held.handle = None
 
     # -- internals ---------------------------------------------------------------------------
+
+    def new_playbook(
+        self, bullets: Iterable[Bullet] = (), aliases: dict[str, str] | None = None
+    ) -> Playbook:
+        return Playbook(bullets, aliases, similar=self.similar)
 
     # -- where the lines live (overridden by the Redis store) --------------------------------
 
@@ -205,6 +214,7 @@ class LocalPlaybookStore:
             held = _Channel(
                 channel, self.root / f"{channel}.jsonl" if self.root is not None else None
             )
+            held.playbook = self.new_playbook()
             self._load(held)
             self._channels[channel] = held
             return held
@@ -266,7 +276,7 @@ class LocalPlaybookStore:
                 except (ValueError, KeyError, TypeError, ValidationError):
                     logger.warning("%s:%d: skipped an unreadable line", held.path, number)
                 held.lines += 1
-        held.playbook = Playbook(bullets.values(), aliases)
+        held.playbook = self.new_playbook(bullets.values(), aliases)
         if torn:  # a crash mid-line: the next entry must not be glued to it
             held.handle = held.path.open("a", encoding="utf-8")
             held.handle.write("\n")

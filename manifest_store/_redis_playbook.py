@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
-from chanctx.context.playbook import Playbook
+from chanctx.context.playbook import Similarity
 from chanctx.manifest_store._errors import StoreUnavailable
 from chanctx.manifest_store._playbook import (
     MAX_ACTIVE,
@@ -55,9 +55,15 @@ return redis.call('INCR', KEYS[2])
 
 class RedisPlaybookStore(LocalPlaybookStore):
     def __init__(
-        self, client: Any, team: str, *, max_active: int = MAX_ACTIVE, max_kept: int = MAX_KEPT
+        self,
+        client: Any,
+        team: str,
+        *,
+        max_active: int = MAX_ACTIVE,
+        max_kept: int = MAX_KEPT,
+        similar: Similarity | None = None,
     ) -> None:
-        super().__init__(None, max_active=max_active, max_kept=max_kept)
+        super().__init__(None, max_active=max_active, max_kept=max_kept, similar=similar)
         self._client = client
         self._prefix = namespace(team)
         self._release = client.register_script(_RELEASE)
@@ -97,7 +103,7 @@ class RedisPlaybookStore(LocalPlaybookStore):
             generation = int(self._client.get(f"{self._prefix}playbook-gen:{channel}") or 0)
             if generation != self._generations.get(channel, 0):
                 self._generations[channel] = generation
-                held.playbook, held.lines = Playbook(), 0
+                held.playbook, held.lines = self.new_playbook(), 0
                 held.uses.clear()
                 held.voted.clear()
             lines = self._client.lrange(f"{self._prefix}playbook:{channel}", held.lines, -1)
@@ -111,7 +117,7 @@ class RedisPlaybookStore(LocalPlaybookStore):
                 _fold(json.loads(line), bullets, aliases, held)
             except (ValueError, KeyError, TypeError, ValidationError):
                 logger.warning("skipped an unreadable playbook line in %s", channel)
-        held.playbook = Playbook(bullets.values(), aliases)
+        held.playbook = self.new_playbook(bullets.values(), aliases)
 
     def _write(self, held: _Channel, entry: dict[str, Any]) -> None:
         channel = self._channel_of(held)

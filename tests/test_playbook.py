@@ -369,3 +369,51 @@ def test_the_reactions_that_count_are_the_operators_choice(
     assert (
         "--helpful-reactions must be reaction names separated by commas" in capsys.readouterr().err
     )
+
+
+# --- an embedding model the operator plugs in ------------------------------------------------
+
+PARAPHRASES = (
+    "Kim owns payments-api and its pages.",
+    "Kim maintains payments-api, pages go to Kim.",
+)
+
+
+def test_an_installed_embedding_model_merges_paraphrases_words_alone_miss() -> None:
+    from chanctx.bot.embeddings import EmbeddingSimilarity, load_embed
+
+    deltas = [Delta(op="ADD", section="owners", content=text, subject=None,
+                    sources=(BulletSource(turn=f"{CHANNEL}:{n}"),))
+              for n, text in enumerate(PARAPHRASES)]  # fmt: skip
+    lexical = Playbook()
+    for delta in deltas:
+        lexical.apply(delta, now=1.0)
+    assert len(lexical.active()) == 2  # too few shared words for Jaccard
+    embedded = Playbook(similar=EmbeddingSimilarity(load_embed("tests.word_vectors:embed")))
+    for delta in deltas:
+        embedded.apply(delta, now=1.0)
+    (merged,) = embedded.active()
+    assert len(merged.sources) == 2 and merged.id == "owners-00001"
+    # Naming different things still keeps statements apart, however close the vectors.
+    embedded.apply(Delta(op="ADD", section="owners", content="Kim owns billing-api and its pages.",
+                         sources=(BulletSource(turn=f"{CHANNEL}:9"),)), now=2.0)  # fmt: skip
+    assert len(embedded.active()) == 2
+    # A model that fails merges nothing and breaks nothing.
+    failing = Playbook(similar=EmbeddingSimilarity(load_embed("tests.word_vectors:broken")))
+    for delta in deltas:
+        failing.apply(delta, now=1.0)
+    assert len(failing.active()) == 2
+
+
+def test_the_embedding_setting_is_checked_and_used_by_replay(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fixture = str(FIXTURES / "playbook")
+    assert main(["replay", fixture, "--json", "--playbook-embed", "tests.word_vectors:embed"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["playbook"][CHANNEL]  # it still learns, with the model deciding merges
+    for bad, said in (("nope", "expected MODULE:FUNCTION"),
+                      ("no_such_module_x:embed", "cannot import no_such_module_x"),
+                      ("tests.word_vectors:missing", "has no function missing")):  # fmt: skip
+        assert main(["replay", fixture, "--playbook-embed", bad]) == 2
+        assert said in capsys.readouterr().err

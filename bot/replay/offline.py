@@ -30,6 +30,7 @@ from chanctx.bot.slack.media import FetchedMedia, MediaFailure, MediaFetcher
 from chanctx.bot.slack.slack_api import SlackFetcher
 from chanctx.cache import MediaContentCache, RateLimiter, ThreadReplyCache
 from chanctx.context import FileRef, default_counter
+from chanctx.context.playbook import Similarity
 from chanctx.manifest_store import (
     HARMFUL,
     HELPFUL,
@@ -90,6 +91,7 @@ class OfflineBot:
         curator_model: str = DEFAULT_CURATOR_MODEL,
         stream: bool = True,
         reactions: tuple[frozenset[str], frozenset[str]] = (HELPFUL, HARMFUL),
+        similar: Similarity | None = None,
         workspace: tuple[FakeSlackAPI, str, str, ReplayClock] | None = None,
     ) -> None:
         """``claude=True`` answers with a real Claude session against the fake Anthropic API
@@ -133,7 +135,7 @@ class OfflineBot:
         )
         self.media = ReplayMedia(self.client, self.media_fetcher)
         self.recipe = recipe
-        self._curator, self._curator_model = curator, curator_model
+        self._curator, self._curator_model, self._similar = curator, curator_model, similar
         self.playbooks: ChannelPlaybooks | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.data_dir = data_dir
@@ -189,7 +191,7 @@ class OfflineBot:
                 self.claude_client, names=self.engine.names, model=self._curator_model
             )
         return ChannelPlaybooks(
-            LocalPlaybookStore(data_dir),
+            LocalPlaybookStore(data_dir, similar=self._similar),
             self.engine,
             curator=curator,
             counter=self.engine.counter,

@@ -23,6 +23,7 @@ from chanctx.bot.replay.fixture import Fixture, interaction_kind
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.replay.offline_teams import OfflineWorkspaces
 from chanctx.bot.runtime import turn_id
+from chanctx.context.playbook import Similarity
 from chanctx.manifest_store import HARMFUL, HELPFUL, PlaybookStore
 
 __all__ = ["ReplayOptions", "replay"]
@@ -44,6 +45,7 @@ class ReplayOptions:
     curator_model: str = "claude-haiku-4-5"
     # The reaction names that say an answer helped, and that it did not.
     reactions: tuple[frozenset[str], frozenset[str]] = (HELPFUL, HARMFUL)
+    similar: Similarity | None = None  # an embedding model for merging bullets
 
 
 def turn_report(result: TurnResult) -> dict[str, Any]:
@@ -110,6 +112,7 @@ def replay(
         curator=options.curator,
         curator_model=options.curator_model,
         reactions=options.reactions,
+        similar=options.similar,
     ) as bot:
         interactions: list[dict[str, Any]] = []
         for envelope in fixture.envelopes:
