@@ -48,9 +48,11 @@ SCRATCHPAD_TOOL: Final[dict[str, Any]] = {
 
 
 def _cut(text: str, fits: Callable[[str], bool]) -> int:
-    """The longest prefix length of ``text`` that fits, ending at a natural boundary."""
+    """The length of a prefix of ``text`` that fits, ending at a natural boundary when one is
+    near. Token counts mostly grow with length, not always (pieces merge where text is cut),
+    so every candidate is checked, never assumed."""
     low, high = 0, len(text)
-    while low < high:  # binary search on the length; token counts grow with it
+    while low < high:  # binary search on the length
         middle = (low + high + 1) // 2
         if fits(text[:middle]):
             low = middle
@@ -60,8 +62,10 @@ def _cut(text: str, fits: Callable[[str], bool]) -> int:
         return low
     for boundary in _BOUNDARIES:
         at = text.rfind(boundary, 0, low)
-        if at > low // 2:
+        if at > low // 2 and fits(text[: at + len(boundary)]):
             return at + len(boundary)
+    while low > 1 and not fits(text[:low]):
+        low -= 1
     return max(low, 1)
 
 

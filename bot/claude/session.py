@@ -85,6 +85,9 @@ _THREAD_PREFIX = "ThreadContext (JSON):\n"
 _LAST_SEEN = "chanctx:last-seen"
 _ATTACHED = "chanctx:context-attached"
 _RECIPE = "chanctx:recipe"
+# What the attached package holds (messages in full, playbook bullets): a session resumed after
+# a restart, or on another replica, needs them as the one that attached it did.
+_PACKAGE = "chanctx:package"
 
 
 @dataclass(frozen=True)
@@ -127,8 +130,7 @@ class _Session:
     # from here instead of asking Claude twice.
     last_answer: tuple[str, str] | None = None
     # The playbook bullets attached with the context (their ids): people's verdicts on this
-    # thread's answers count for them. Not persisted: after a restart, until the context is
-    # attached again, answers credit no bullet.
+    # thread's answers count for them (kept in the log with the package).
     playbook_ids: list[str] = field(default_factory=list)
     scratchpad: Scratchpad | None = None  # made with the session's first bulky tool output
     # Messages the attached context package holds in full: search names them by ts only.
@@ -356,6 +358,10 @@ class ClaudeResponder:
             session.messages, session.context_attached = [], False
         session.manifest = AttachmentManifest.from_state(state)
         session.reattach_media = state.post_compaction
+        package = state.custom.get(_PACKAGE) if session.context_attached else None
+        if package:
+            session.held = frozenset(str(ts) for ts in package.get("held") or ())
+            session.playbook_ids = [str(i) for i in package.get("playbook") or ()]
 
     # -- one turn ---------------------------------------------------------------------------
 
@@ -626,6 +632,14 @@ class ClaudeResponder:
                     at=self.clock(),
                     custom_type=_RECIPE,
                     data={"texts": session.recipe_texts or [], "keep_turns": session.keep_turns},
+                )
+            )
+        if attaching:
+            session.log.append(
+                CustomEntry(
+                    at=self.clock(),
+                    custom_type=_PACKAGE,
+                    data={"held": sorted(session.held), "playbook": session.playbook_ids},
                 )
             )
         if session.keep_turns == 0:
