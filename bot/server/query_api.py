@@ -13,22 +13,25 @@ nothing of that channel in the body. A body that is not what the API takes: 422 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hmac
 import json
-import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Literal
 
-import yaml
 from chanctx.bot.channel_view import EngineView
 from chanctx.bot.claude.answers import TurnResult
 from chanctx.bot.engine import ContextEngine
+from chanctx.bot.server.api_access import (
+    NEED_KEY,
+    ApiKeys,
+    granted,
+    may_read,
+    refuse,
+    validation_errors,
+)
 from chanctx.bot.server.asgi import BODY_TIMEOUT
 from chanctx.bot.server.bodies import BodyTooLarge, read_body
-from chanctx.bot.server.profiles import AgentProfile, ProfileFields, ProfileStore
+from chanctx.bot.server.profiles import ProfileStore
 from chanctx.bot.server.query_sources import QuerySources
 from chanctx.tools import BLOCK_TYPES, query_channel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -36,9 +39,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route, WebSocketRoute
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocket
 
-__all__ = ["ApiKeys", "QueryBody", "query_routes"]
+__all__ = ["ApiKeys", "QueryBody", "completion", "query_routes", "run_query"]
 
 _MAX_BODY = 64 * 1024
 
@@ -57,51 +60,6 @@ class QueryBody(BaseModel):
     )
     profile: str | None = Field(default=None, max_length=100)
     timeout_ms: int | None = Field(default=None, ge=1, le=60_000)
-
-
-class ApiKeys:
-    """Which channels each API key may read: ``{"<key>": ["C123", ...] | "*"}`` (JSON or YAML)."""
-
-    def __init__(self, grants: Mapping[str, list[str] | str]) -> None:
-        self._grants = dict(grants)
-
-    @classmethod
-    def load(cls, path: Path) -> ApiKeys:
-        try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as error:
-            raise ValueError(f"{path}: cannot read the API keys file ({error})") from None
-        if not isinstance(raw, dict) or not raw:
-            raise ValueError(f'{path}: expected a mapping of API key to channel ids or "*"')
-        for key, channels in raw.items():
-            ok = channels == "*" or (
-                isinstance(channels, list) and all(isinstance(c, str) for c in channels)
-            )
-            if not isinstance(key, str) or len(key) < 16 or not ok:
-                raise ValueError(
-                    f"{path}: each key must be a string of 16+ characters mapped to a list of "
-                    f'channel ids or "*" (entry {str(key)[:4]}... is not)'
-                )
-        return cls(raw)
-
-    def grant(self, presented: str) -> list[str] | str | None:
-        """The channels of ``presented``, compared in constant time against every key."""
-        found: list[str] | str | None = None
-        for key, channels in self._grants.items():
-            if hmac.compare_digest(key.encode(), presented.encode()):
-                found = channels
-        return found
-
-
-def _error(status: int, message: str, **extra: Any) -> Response:
-    return JSONResponse({"error": message, **extra}, status_code=status)
-
-
-def _validation_errors(error: ValidationError) -> list[dict[str, str]]:
-    return [
-        {"field": ".".join(str(p) for p in item["loc"]) or "body", "problem": item["msg"]}
-        for item in error.errors()
-    ]
 
 
 def with_profile(body: QueryBody, profiles: ProfileStore | None) -> tuple[QueryBody, bool]:
@@ -173,18 +131,6 @@ def run_query(
     }
 
 
-def _granted(keys: ApiKeys | None, authorization: str) -> list[str] | str | None:
-    """The channels the request's key may read ("*": all); None without a known key."""
-    if keys is None:
-        return "*"
-    presented = authorization[7:].strip() if authorization[:7].lower() == "bearer " else ""
-    return keys.grant(presented) if presented else None
-
-
-def _may_read(grant: list[str] | str, channel: str) -> bool:
-    return grant == "*" or channel in grant
-
-
 def _from_query_string(request: Request) -> dict[str, Any]:
     """SSE takes the body's fields as query parameters; type_filters may repeat or be
     comma-separated."""
@@ -212,41 +158,43 @@ def query_routes(
     ``sources`` adds file and recipe blocks to the channel's messages."""
     from chanctx.bot.server.inspector import inspector_routes
     from chanctx.bot.server.openapi import openapi_routes  # it describes this module's models
+    from chanctx.bot.server.profile_api import profile_routes
+    from chanctx.bot.server.query_socket import serve_socket  # it runs this module's queries
 
     async def query(request: Request) -> Response:
-        grant = _granted(keys, request.headers.get("authorization", ""))
+        grant = granted(keys, request.headers.get("authorization", ""))
         if grant is None:
-            return _error(401, _NEED_KEY)
+            return refuse(401, NEED_KEY)
         try:  # the events path's reader: a size limit and a deadline for the whole body
             raw = await asyncio.wait_for(read_body(request, _MAX_BODY), timeout=BODY_TIMEOUT)
         except BodyTooLarge:
-            return _error(413, f"body larger than {_MAX_BODY} bytes")
+            return refuse(413, f"body larger than {_MAX_BODY} bytes")
         except (ValueError, TimeoutError, ClientDisconnect):
-            return _error(400, "the body could not be read in time, or its length is not a number")
+            return refuse(400, "the body could not be read in time, or its length is not a number")
         try:
             data = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as error:
-            return _error(
+            return refuse(
                 422, "the body is not JSON", fields=[{"field": "body", "problem": str(error)}]
             )
         try:
             body = QueryBody.model_validate(data)
         except ValidationError as error:
-            return _error(422, "the query is not valid", fields=_validation_errors(error))
-        if not _may_read(grant, body.channel):
-            return _error(403, f"this key may not read channel {body.channel}")
+            return refuse(422, "the query is not valid", fields=validation_errors(error))
+        if not may_read(grant, body.channel):
+            return refuse(403, f"this key may not read channel {body.channel}")
         return JSONResponse(await run_in_threadpool(run_query, engine, body, profiles, sources))
 
     async def stream(request: Request) -> Response:
-        grant = _granted(keys, request.headers.get("authorization", ""))
+        grant = granted(keys, request.headers.get("authorization", ""))
         if grant is None:
-            return _error(401, _NEED_KEY)
+            return refuse(401, NEED_KEY)
         try:
             body = QueryBody.model_validate(_from_query_string(request))
         except ValidationError as error:
-            return _error(422, "the query is not valid", fields=_validation_errors(error))
-        if not _may_read(grant, body.channel):
-            return _error(403, f"this key may not read channel {body.channel}")
+            return refuse(422, "the query is not valid", fields=validation_errors(error))
+        if not may_read(grant, body.channel):
+            return refuse(403, f"this key may not read channel {body.channel}")
         started = time.monotonic()
         answer = await run_in_threadpool(run_query, engine, body, profiles, sources)
 
@@ -256,17 +204,17 @@ def query_routes(
             if answer["timed_out"]:
                 yield _sse("timeout", answer)
                 return
-            yield _sse("complete", _completion(answer, started))
+            yield _sse("complete", completion(answer, started))
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
     async def socket(websocket: WebSocket) -> None:
-        grant = _granted(keys, websocket.headers.get("authorization", ""))
+        grant = granted(keys, websocket.headers.get("authorization", ""))
         if grant is None:
-            await websocket.close(code=4401, reason=_NEED_KEY)
+            await websocket.close(code=4401, reason=NEED_KEY)
             return
         await websocket.accept()
-        await _serve_socket(websocket, engine, grant, profiles, sources)
+        await serve_socket(websocket, engine, grant, profiles, sources)
 
     return [
         Route("/api/context/query", query, methods=["POST"]),
@@ -278,7 +226,7 @@ def query_routes(
             inspector_routes(
                 engine,
                 turns,
-                lambda r: _granted(keys, r.headers.get("authorization", "")),
+                lambda r: granted(keys, r.headers.get("authorization", "")),
                 playbooks=sources.playbook_store if sources is not None else None,
             )
             if turns is not None
@@ -287,10 +235,7 @@ def query_routes(
     ]
 
 
-_NEED_KEY = "an API key is required: Authorization: Bearer <key>"
-
-
-def _completion(answer: dict[str, Any], started: float) -> dict[str, Any]:
+def completion(answer: dict[str, Any], started: float) -> dict[str, Any]:
     """Seed 001's StreamCompletion."""
     return {
         "total_chunks": len(answer["chunks"]),
@@ -299,177 +244,3 @@ def _completion(answer: dict[str, Any], started: float) -> dict[str, Any]:
         "truncated_count": answer["truncated_count"],
         "elapsed_ms": round((time.monotonic() - started) * 1000, 3),
     }
-
-
-async def _serve_socket(
-    websocket: WebSocket,
-    engine: ContextEngine,
-    grant: list[str] | str,
-    profiles: ProfileStore | None,
-    sources: QuerySources | None,
-) -> None:
-    """Queries in, answers out, in order. A reader task keeps listening while a query runs,
-    so a dropped connection is seen at once: the running query stops at its next block (or
-    file download) and nothing is kept for the socket."""
-    gone = threading.Event()
-    inbox: asyncio.Queue[str | None] = asyncio.Queue(maxsize=_SOCKET_QUEUE)
-
-    async def read() -> None:
-        try:
-            while True:
-                message = await websocket.receive()
-                if message["type"] == "websocket.disconnect":
-                    break
-                text = message.get("text")
-                if text is None:  # a binary frame: the protocol is JSON text
-                    text = (message.get("bytes") or b"").decode("utf-8", "replace")
-                await inbox.put(text)
-        finally:
-            gone.set()
-            with contextlib.suppress(asyncio.QueueFull):
-                inbox.put_nowait(None)
-
-    reader = asyncio.create_task(read())
-    try:
-        while not gone.is_set() or not inbox.empty():
-            message = await inbox.get()
-            if message is None or gone.is_set():
-                break
-            await _answer_on_socket(websocket, engine, grant, message, profiles, sources, gone)
-    except (WebSocketDisconnect, RuntimeError, OSError):
-        pass  # the client went away while we were sending
-    finally:
-        gone.set()
-        reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError):
-            await reader
-
-
-async def _answer_on_socket(
-    websocket: WebSocket,
-    engine: ContextEngine,
-    grant: list[str] | str,
-    message: str,
-    profiles: ProfileStore | None,
-    sources: QuerySources | None,
-    gone: threading.Event,
-) -> None:
-    """One ``query`` message in; ``chunk``... then ``complete`` out (or one ``error``)."""
-    started = time.monotonic()
-    try:
-        data = json.loads(message)
-    except ValueError as error:
-        await websocket.send_json({"type": "error", "status": 422, "error": f"not JSON: {error}"})
-        return
-    if not isinstance(data, dict) or data.get("type") != "query":
-        await websocket.send_json(
-            {"type": "error", "status": 422, "error": 'send {"type": "query", ...}'}
-        )
-        return
-    query_id = data.pop("id", None)
-    data.pop("type")
-    try:
-        body = QueryBody.model_validate(data)
-    except ValidationError as error:
-        await websocket.send_json(
-            {"type": "error", "id": query_id, "status": 422, "fields": _validation_errors(error)}
-        )
-        return
-    if not _may_read(grant, body.channel):
-        await websocket.send_json(
-            {"type": "error", "id": query_id, "status": 403,
-             "error": f"this key may not read channel {body.channel}"}
-        )  # fmt: skip
-        return
-    with _counted(websocket):
-        answer = await run_in_threadpool(run_query, engine, body, profiles, sources, gone.is_set)
-    if gone.is_set():
-        return  # nobody to tell
-    for chunk in answer["chunks"]:
-        await websocket.send_json({"type": "chunk", "id": query_id, "chunk": chunk})
-    if answer["timed_out"]:
-        await websocket.send_json({"type": "timeout", "id": query_id, **answer})
-        return
-    await websocket.send_json({"type": "complete", "id": query_id, **_completion(answer, started)})
-
-
-@contextlib.contextmanager
-def _counted(websocket: WebSocket) -> Iterator[None]:
-    """Socket queries running now, per app (``app.state.socket_queries``): what a dropped
-    connection must bring back to zero."""
-    state = websocket.app.state
-    with _COUNT_LOCK:
-        state.socket_queries = getattr(state, "socket_queries", 0) + 1
-    try:
-        yield
-    finally:
-        with _COUNT_LOCK:
-            state.socket_queries -= 1
-
-
-_SOCKET_QUEUE = 16  # queries a socket may have waiting; beyond that its reader waits
-_COUNT_LOCK = threading.Lock()
-
-
-def profile_routes(profiles: ProfileStore, keys: ApiKeys | None) -> list[BaseRoute]:
-    """``/api/profiles`` (GET list, POST create) and ``/api/profiles/{name}`` (GET, PUT to
-    create or replace, DELETE). Any known key may manage profiles: they hold no channel data."""
-
-    async def parsed(request: Request, name: str | None) -> AgentProfile | Response:
-        """The profile in the body; for PUT its name comes from the path (``name``)."""
-        if _granted(keys, request.headers.get("authorization", "")) is None:
-            return _error(401, _NEED_KEY)
-        try:
-            raw = await asyncio.wait_for(read_body(request, _MAX_BODY), timeout=BODY_TIMEOUT)
-            data = json.loads(raw)
-            if name is None:
-                return AgentProfile.model_validate(data)
-            fields = ProfileFields.model_validate(data)
-            return AgentProfile.model_validate({**fields.model_dump(), "name": name})
-        except ValidationError as error:
-            return _error(422, "the profile is not valid", fields=_validation_errors(error))
-        except (BodyTooLarge, ValueError, TimeoutError, ClientDisconnect, UnicodeDecodeError):
-            return _error(422, "the body is not a JSON profile", fields=[{"field": "body",
-                          "problem": "not JSON, too large or too slow"}])  # fmt: skip
-
-    async def collection(request: Request) -> Response:
-        if request.method == "GET":
-            if _granted(keys, request.headers.get("authorization", "")) is None:
-                return _error(401, _NEED_KEY)
-            return JSONResponse([p.model_dump() for p in profiles.all()])
-        profile = await parsed(request, None)
-        if isinstance(profile, Response):
-            return profile
-        if profiles.get(profile.name) is not None:
-            return _error(409, f"profile {profile.name!r} exists: PUT /api/profiles/{profile.name}")
-        return await _stored(profiles, profile, created_status=201)
-
-    async def one(request: Request) -> Response:
-        name = str(request.path_params["name"])
-        if request.method == "PUT":
-            profile = await parsed(request, name)
-            if isinstance(profile, Response):
-                return profile
-            return await _stored(profiles, profile, created_status=201)
-        if _granted(keys, request.headers.get("authorization", "")) is None:
-            return _error(401, _NEED_KEY)
-        if request.method == "DELETE":
-            removed = await run_in_threadpool(profiles.delete, name)
-            return Response(status_code=204) if removed else _error(404, f"no profile {name!r}")
-        found = profiles.get(name)
-        return JSONResponse(found.model_dump()) if found else _error(404, f"no profile {name!r}")
-
-    return [
-        Route("/api/profiles", collection, methods=["GET", "POST"]),
-        Route("/api/profiles/{name}", one, methods=["GET", "PUT", "DELETE"]),
-    ]
-
-
-async def _stored(
-    profiles: ProfileStore, profile: AgentProfile, *, created_status: int
-) -> Response:
-    try:
-        replaced = await run_in_threadpool(profiles.put, profile)
-    except ValueError as error:
-        return _error(409, str(error))
-    return JSONResponse(profile.model_dump(), status_code=200 if replaced else created_status)
