@@ -32,6 +32,14 @@ def replies_per_mention(slack: FakeSlackAPI, anchors: list[str]) -> Counter[str]
     )
 
 
+def finished(slack: FakeSlackAPI) -> bool:
+    """No stream left open, and every reply of the bot carries its turn in its metadata."""
+    replies = [
+        m for m in slack.messages(CHANNEL) if m.get("user") == BOT_USER and m.get("thread_ts")
+    ]
+    return slack.streaming() == [] and all(m.get("metadata") for m in replies)
+
+
 def test_every_mention_is_answered_exactly_once_through_kills_retries_and_post_errors(
     tmp_path: Path,
 ) -> None:
@@ -71,7 +79,9 @@ def test_every_mention_is_answered_exactly_once_through_kills_retries_and_post_e
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
                 counts = replies_per_mention(slack, anchors)
-                if len(counts) == MENTIONS:
+                # Every mention has its reply, and every reply is finished (a stream still
+                # growing on a slow machine is not yet a whole answer).
+                if len(counts) == MENTIONS and finished(slack):
                     time.sleep(1.0)  # would a duplicate still arrive?
                     break
                 time.sleep(0.2)
