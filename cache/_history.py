@@ -302,7 +302,7 @@ class ChannelHistory:
         *,
         max_messages_per_channel: int = 5000,
         max_channels: int = 200,
-        max_bytes: int = 256 * 2**20,
+        max_bytes: int = 1024 * 2**20,
     ) -> None:
         self._max_messages = check_positive_int(
             "max_messages_per_channel", max_messages_per_channel
@@ -357,6 +357,7 @@ class ChannelHistory:
         else:
             ch.put(key, merge_root(msg, old, ch.known_replies(key)))
         while len(ch.messages) > self._max_messages:
+            self._dropped(msg.channel, ch.keys[ch.head])
             ch.pop_oldest()
         self._grew(ch, before, keep=key)
 
@@ -561,6 +562,7 @@ class ChannelHistory:
                 break  # only what was just written is left: it stays, over the bound or not
             if oldest.messages:
                 size = oldest.bytes
+                self._dropped(name, oldest.keys[oldest.head])
                 oldest.pop_oldest()
                 self._bytes -= size - oldest.bytes
             if name not in touched:
@@ -574,6 +576,10 @@ class ChannelHistory:
     def _evicted(self, channel: str) -> None:
         """Messages of ``channel`` (not the one being written) were evicted by the byte bound,
         or the whole channel was. A hook for subclasses that mirror the history."""
+
+    def _dropped(self, channel: str, key: int) -> None:
+        """A bound is about to evict the message at ``key`` of ``channel`` (the oldest). A hook
+        for subclasses that mirror the history."""
 
     def _stored_key(self, channel: str, ts: str) -> int | None:
         """The int key the history holds for ``ts`` (that very object, so that a structure

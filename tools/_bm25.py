@@ -40,11 +40,26 @@ __all__ = ["BM25Index"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-Postings = Union["array[int]", int]  # (slot, tf) pairs, or one pair packed as slot * _TF + tf
+# (slot, tf) pairs; or one pair as an int: the slot itself for tf 1 (the caller's own int object,
+# so a word only one message has costs no int of its own), else -(slot * _TF + tf).
+Postings = Union["array[int]", int]
 
 _EMPTY_SLOTS: IntArray = np.zeros(0, dtype=np.int64)
 _EMPTY_SCORES: FloatArray = np.zeros(0, dtype=np.float64)
-_TF = 1 << 20  # a packed single posting: slot * _TF + tf (tf below _TF, else an array)
+_TF = 1 << 20  # a packed single posting: -(slot * _TF + tf) (tf below _TF, else an array)
+
+
+def _one(postings: int) -> tuple[int, int]:
+    """(slot, tf) of a single posting held as an int."""
+    return (postings, 1) if postings >= 0 else divmod(-postings, _TF)
+
+
+def _packed(slot: int, tf: int) -> Postings:
+    if tf == 1:
+        return slot
+    return -(slot * _TF + tf) if tf < _TF else array("i", (slot, tf))
+
+
 _NO_DOC = -1
 
 
@@ -52,7 +67,7 @@ def _pairs(postings: Postings) -> npt.NDArray[np.int64]:
     """The postings as an (n, 2) array of (slot, tf): a copy, never a view (an array with an
     exported buffer could not grow afterwards)."""
     if isinstance(postings, int):
-        return np.array([[postings // _TF, postings % _TF]], dtype=np.int64)
+        return np.array([_one(postings)], dtype=np.int64)
     return np.array(postings, dtype=np.int64).reshape(-1, 2)
 
 
@@ -93,11 +108,11 @@ class BM25Index:
             postings = self._postings.get(term)
             if postings is None:
                 term = sys.intern(term)
-                self._postings[term] = slot * _TF + tf if tf < _TF else array("i", (slot, tf))
+                self._postings[term] = _packed(slot, tf)
                 self._move_df(0, +1)
             else:
                 if isinstance(postings, int):
-                    postings = self._postings[term] = array("i", divmod(postings, _TF))
+                    postings = self._postings[term] = array("i", _one(postings))
                 self._move_df(len(postings) // 2, +1)
                 postings.append(slot)
                 postings.append(tf)
@@ -123,7 +138,7 @@ class BM25Index:
                 postings[at], postings[at + 1] = postings[-2], postings[-1]
                 del postings[-2:]
                 if len(postings) == 2 and postings[1] < _TF:  # one left: pack it
-                    self._postings[term] = postings[0] * _TF + postings[1]
+                    self._postings[term] = _packed(postings[0], postings[1])
             self._move_df(df, -1)
         self._doc_start[slot] = _NO_DOC
         self._doc_count[slot] = 0
@@ -207,7 +222,7 @@ class BM25Index:
         if postings is None:
             return _EMPTY_SLOTS
         if isinstance(postings, int):
-            return np.array([postings // _TF], dtype=np.int64)
+            return np.array([_one(postings)[0]], dtype=np.int64)
         return np.frombuffer(postings, np.int32)[0::2].astype(np.int64)
 
     def average_idf(self) -> float:
