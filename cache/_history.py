@@ -338,15 +338,18 @@ class ChannelHistory:
         before = ch.bytes
         key = raw_ts_key(msg.ts)
         old = ch.messages.get(key)
+        touched = [key]
         if old is None:
             ch.insert_key(key)
         elif old.is_reply and (
             not msg.is_reply or raw_ts_key(old.root_ts) != raw_ts_key(msg.root_ts)
         ):
             ch.detach_reply(old, key)  # it moved (a correction): leave its old thread
+            touched.append(raw_ts_key(old.root_ts))
         if msg.is_reply:
             assert msg.thread_ts is not None
             root_key = raw_ts_key(msg.thread_ts)
+            touched.append(root_key)
             siblings = ch.threads.setdefault(root_key, [])
             is_new = _insort_unique(siblings, key)
             ch.put(key, msg)
@@ -360,6 +363,7 @@ class ChannelHistory:
             self._dropped(msg.channel, ch.keys[ch.head])
             ch.pop_oldest()
         self._grew(ch, before, keep=key)
+        self._recorded(msg.channel, ch, touched)
 
     def apply_edit(
         self,
@@ -576,6 +580,11 @@ class ChannelHistory:
     def _evicted(self, channel: str) -> None:
         """Messages of ``channel`` (not the one being written) were evicted by the byte bound,
         or the whole channel was. A hook for subclasses that mirror the history."""
+
+    def _recorded(self, channel: str, ch: _Channel, keys: Sequence[int]) -> None:
+        """``record`` wrote the messages at ``keys`` of ``channel`` (the message, and the roots
+        whose thread it joined or left; ``keys[0]`` is the history's own key object for a new
+        message). A hook for subclasses that mirror the history."""
 
     def _dropped(self, channel: str, key: int) -> None:
         """A bound is about to evict the message at ``key`` of ``channel`` (the oldest). A hook

@@ -17,6 +17,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from chanctx.cache import ChannelHistory, ts_key
 from chanctx.context import FileRef, Message
@@ -95,15 +96,11 @@ class IndexedHistory(ChannelHistory):
 
     # -- writes: the parent's, then what changed goes to the index --------------------------
 
-    def record(self, msg: Message) -> None:
-        old = self.get(msg.channel, msg.ts)
-        super().record(msg)
-        touched = [msg.ts]
-        if msg.is_reply and msg.thread_ts is not None:
-            touched.append(msg.thread_ts)
-        if old is not None and old.is_reply and old.thread_ts is not None:
-            touched.append(old.thread_ts)
-        self._changed(msg.channel, touched)
+    def _recorded(self, channel: str, ch: Any, keys: Sequence[int]) -> None:
+        # record() wrote these: the message and the roots it touched; queue what is stored now.
+        index = self._index(channel)
+        for key in keys:
+            index.queue(key, ch.messages.get(key))
 
     def apply_edit(
         self,
@@ -140,12 +137,16 @@ class IndexedHistory(ChannelHistory):
             self._changed(channel, [ts])
         return updated
 
-    def _changed(self, channel: str, touched: Iterable[str]) -> None:
+    def _index(self, channel: str) -> ChannelIndex:
         index = self._indexes.get(channel)
         if index is None:
             index = self._indexes[channel] = ChannelIndex(channel, stemmer=self.stemmer)
             if len(self._indexes) > self.max_channels:
                 self._forget_evicted_channels()
+        return index
+
+    def _changed(self, channel: str, touched: Iterable[str]) -> None:
+        index = self._index(channel)
         for ts in touched:
             key = self._stored_key(channel, ts) or ts_key(ts)
             index.queue(key, self.get(channel, ts))  # a tombstone or None leaves the index
