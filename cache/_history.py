@@ -31,10 +31,11 @@ from chanctx.context._time import validate_ts
 __all__ = ["ChannelHistory", "ts_key"]
 
 _SCALE = 10**9  # a Slack ts has at most 9 fractional digits (validate_ts)
-# What one stored message costs beyond its text, measured with tracemalloc on a running bot
-# (the model, its field strings, the key and the dict slot): about 700 bytes. A file
-# reference or a reaction adds a model of its own.
-_MESSAGE_OVERHEAD = 700
+# What one stored message costs beyond its text, all-in: the message, its ts, the history's
+# and the search index's share (bench/RESULTS.md "Memory per message and intake": about 1,000
+# bytes of RSS per message at the default bounds, a ~120-byte text included). A file reference
+# or a reaction adds a model of its own.
+_MESSAGE_OVERHEAD = 900
 _PART_OVERHEAD = 300
 
 
