@@ -372,11 +372,12 @@ def _cumulative() -> list[tuple[str, Ranking]]:
             "+ conversational context (2 messages each side, 15 min per message, 0.4)",
             {"context_before": (0.4, 0.4), "context_after": (0.4, 0.4), "context_gap": 900.0},
         ),
-        ("+ months and years named in the question", {"date_boost": final.date_boost}),
+        ("+ months and years named in the question (0.3)", {"date_boost": 0.3}),
         (
-            f"+ recency {final.recency_weight}, context {final.context_before[0]} "
-            "(tuned on half A only)",
+            f"+ recency {final.recency_weight}, context {final.context_before[0]}, dates "
+            f"{final.date_boost} (tuned on half A only)",
             {
+                "date_boost": final.date_boost,
                 "recency_weight": final.recency_weight,
                 "context_before": final.context_before,
                 "context_after": final.context_after,

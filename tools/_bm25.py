@@ -82,11 +82,11 @@ class BM25Index:
         self._postings: dict[str, Postings] = {}
         # Document slot -> where its distinct terms start in _doc_terms, and how many.
         self._doc_terms: list[str] = []
-        self._doc_start: npt.NDArray[np.int64] = np.full(64, _NO_DOC, dtype=np.int64)
+        self._doc_start: npt.NDArray[np.int32] = np.full(64, _NO_DOC, dtype=np.int32)
         self._doc_count: npt.NDArray[np.int32] = np.zeros(64, dtype=np.int32)
         self._garbage = 0  # ids in _doc_terms no document points at any more
         self._docs = 0
-        self._lengths: FloatArray = np.zeros(64, dtype=np.float64)
+        self._lengths: npt.NDArray[np.int32] = np.zeros(64, dtype=np.int32)  # tokens per doc
         self._total_length = 0
         self._df_counts: dict[int, int] = {}  # document frequency -> terms with it
         self._average_idf: float | None = None
@@ -145,16 +145,16 @@ class BM25Index:
         self._garbage += count
         self._docs -= 1
         self._total_length -= int(self._lengths[slot])
-        self._lengths[slot] = 0.0
+        self._lengths[slot] = 0
         self._average_idf = None
         if self._garbage > 4096 and 2 * self._garbage > len(self._doc_terms):
             self._compact()
 
     def _grow(self, size: int) -> None:
         used = len(self._lengths)
-        lengths = np.zeros(size, dtype=np.float64)
+        lengths = np.zeros(size, dtype=np.int32)
         lengths[:used] = self._lengths
-        start = np.full(size, _NO_DOC, dtype=np.int64)
+        start = np.full(size, _NO_DOC, dtype=np.int32)
         start[:used] = self._doc_start
         count = np.zeros(size, dtype=np.int32)
         count[:used] = self._doc_count
@@ -271,7 +271,7 @@ class BM25Index:
             pairs = _pairs(postings)
             slots = pairs[:, 0]
             tf = pairs[:, 1].astype(np.float64)
-            norm = k1 * (1 - b + b * lengths[slots] / average_length)
+            norm = k1 * (1 - b + b * lengths[slots].astype(np.float64) / average_length)
             total[slots] += self.idf(term, epsilon=epsilon) * (tf * (k1 + 1) / (tf + norm))
         return total
 
