@@ -20,4 +20,5 @@ BENCHES: Final[dict[str, tuple[str, ...]]] = {
     "query_speed": ("Context query speed",),
     "locomo": ("Search quality (LoCoMo)",),
     "durable": ("Memory under load (durable answering)",),
+    "memory": ("Memory per message and intake",),
 }
