@@ -98,5 +98,12 @@ def _commit() -> str:
 
     commit = git("rev-parse", "--short", "HEAD") or "an unknown commit"
     # Changes to RESULTS.md itself are the benches' own output, not changes to what they measure.
-    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", f":!{RESULTS.name}")
+    dirty = git(
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+        "--",
+        ":(top)",
+        ":(top,exclude)bench/RESULTS.md",
+    )
     return f"commit {commit}" + (" with local changes" if dirty else "")
