@@ -22,4 +22,5 @@ BENCHES: Final[dict[str, tuple[str, ...]]] = {
     "locomo": ("Search quality (LoCoMo)",),
     "durable": ("Memory under load (durable answering)",),
     "scale_out": ("Scale-out on Redis",),
+    "memory": ("Memory per message and intake",),
 }

@@ -97,5 +97,13 @@ def _commit() -> str:
         return done.stdout.strip() if done.returncode == 0 else ""
 
     commit = git("rev-parse", "--short", "HEAD") or "an unknown commit"
-    dirty = git("status", "--porcelain", "--untracked-files=no")
+    # Changes to RESULTS.md itself are the benches' own output, not changes to what they measure.
+    dirty = git(
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+        "--",
+        ":(top)",
+        ":(top,exclude)bench/RESULTS.md",
+    )
     return f"commit {commit}" + (" with local changes" if dirty else "")

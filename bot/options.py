@@ -57,7 +57,7 @@ class Options(BaseModel):
     compaction: Literal["trim", "summarize", "off"] = "trim"
     compaction_threshold: float = 0.8
     history_per_channel: int = 5_000
-    history_mb: int = 256
+    history_mb: int = 1024
     attach_media: bool = False
     overflow: Literal["queue", "degrade"] = "queue"
     log_format: Literal["text", "json"] = "text"

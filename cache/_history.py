@@ -31,10 +31,11 @@ from chanctx.context._time import validate_ts
 __all__ = ["ChannelHistory", "ts_key"]
 
 _SCALE = 10**9  # a Slack ts has at most 9 fractional digits (validate_ts)
-# What one stored message costs beyond its text, measured with tracemalloc on a running bot
-# (the model, its field strings, the key and the dict slot): about 700 bytes. A file
-# reference or a reaction adds a model of its own.
-_MESSAGE_OVERHEAD = 700
+# What one stored message costs beyond its text, all-in: the message, its ts, the history's
+# and the search index's share (bench/RESULTS.md "Memory per message and intake": about 1,000
+# bytes of RSS per message at the default bounds, a ~120-byte text included). A file reference
+# or a reaction adds a model of its own.
+_MESSAGE_OVERHEAD = 900
 _PART_OVERHEAD = 300
 
 
@@ -302,7 +303,7 @@ class ChannelHistory:
         *,
         max_messages_per_channel: int = 5000,
         max_channels: int = 200,
-        max_bytes: int = 256 * 2**20,
+        max_bytes: int = 1024 * 2**20,
     ) -> None:
         self._max_messages = check_positive_int(
             "max_messages_per_channel", max_messages_per_channel
@@ -338,15 +339,18 @@ class ChannelHistory:
         before = ch.bytes
         key = raw_ts_key(msg.ts)
         old = ch.messages.get(key)
+        touched = [key]
         if old is None:
             ch.insert_key(key)
         elif old.is_reply and (
             not msg.is_reply or raw_ts_key(old.root_ts) != raw_ts_key(msg.root_ts)
         ):
             ch.detach_reply(old, key)  # it moved (a correction): leave its old thread
+            touched.append(raw_ts_key(old.root_ts))
         if msg.is_reply:
             assert msg.thread_ts is not None
             root_key = raw_ts_key(msg.thread_ts)
+            touched.append(root_key)
             siblings = ch.threads.setdefault(root_key, [])
             is_new = _insort_unique(siblings, key)
             ch.put(key, msg)
@@ -357,8 +361,10 @@ class ChannelHistory:
         else:
             ch.put(key, merge_root(msg, old, ch.known_replies(key)))
         while len(ch.messages) > self._max_messages:
+            self._dropped(msg.channel, ch.keys[ch.head])
             ch.pop_oldest()
         self._grew(ch, before, keep=key)
+        self._recorded(msg.channel, ch, touched)
 
     def apply_edit(
         self,
@@ -561,6 +567,7 @@ class ChannelHistory:
                 break  # only what was just written is left: it stays, over the bound or not
             if oldest.messages:
                 size = oldest.bytes
+                self._dropped(name, oldest.keys[oldest.head])
                 oldest.pop_oldest()
                 self._bytes -= size - oldest.bytes
             if name not in touched:
@@ -574,6 +581,15 @@ class ChannelHistory:
     def _evicted(self, channel: str) -> None:
         """Messages of ``channel`` (not the one being written) were evicted by the byte bound,
         or the whole channel was. A hook for subclasses that mirror the history."""
+
+    def _recorded(self, channel: str, ch: _Channel, keys: Sequence[int]) -> None:
+        """``record`` wrote the messages at ``keys`` of ``channel`` (the message, and the roots
+        whose thread it joined or left; ``keys[0]`` is the history's own key object for a new
+        message). A hook for subclasses that mirror the history."""
+
+    def _dropped(self, channel: str, key: int) -> None:
+        """A bound is about to evict the message at ``key`` of ``channel`` (the oldest). A hook
+        for subclasses that mirror the history."""
 
     def _stored_key(self, channel: str, ts: str) -> int | None:
         """The int key the history holds for ``ts`` (that very object, so that a structure

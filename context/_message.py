@@ -126,6 +126,10 @@ _MORE: Final = (
 _MORE_DEFAULTS: Final = tuple(_DEFAULTS[name] for name in _MORE)
 _MORE_AT: Final = {name: index for index, name in enumerate(_MORE)}
 _BIT: Final = {name: 1 << index for index, name in enumerate(_FLAGS)}
+assert _BIT == {"is_bot": 1, "is_self": 2, "mentions_self": 4, "deleted": 8, "is_broadcast": 16}
+
+
+_intern = sys.intern
 
 
 def _interned(values: dict[str, Any]) -> dict[str, Any]:
@@ -148,6 +152,36 @@ def _fill(message: Message, values: Mapping[str, Any]) -> None:
     setter(message, "_flags", flags)
     more = tuple(values[name] for name in _MORE)
     setter(message, "_more", None if more == _MORE_DEFAULTS else more)
+
+
+def _set(message: Message, values: Mapping[str, Any]) -> None:
+    """Fill ``message`` from ``values`` (missing fields take their defaults). Straight-line
+    on purpose: every event Slack sends builds a Message."""
+    get = values.get
+    setter = object.__setattr__
+    user = get("user_id", "")
+    setter(message, "channel", _intern(values["channel"]))
+    setter(message, "ts", values["ts"])
+    setter(message, "thread_ts", get("thread_ts"))
+    setter(message, "user_id", _intern(user) if user else "")
+    setter(message, "text", get("text", ""))
+    setter(message, "reply_count", get("reply_count", 0))
+    setter(
+        message,
+        "_flags",
+        (1 if get("is_bot") else 0)
+        | (2 if get("is_self") else 0)
+        | (4 if get("mentions_self") else 0)
+        | (8 if get("deleted") else 0)
+        | (16 if get("is_broadcast") else 0),
+    )
+    more = tuple(map(get, _MORE, _MORE_DEFAULTS))
+    if more == _MORE_DEFAULTS:
+        setter(message, "_more", None)
+        return
+    if more[1]:  # bot_id
+        more = (more[0], _intern(more[1]), *more[2:])
+    setter(message, "_more", more)
 
 
 class Message:
@@ -230,8 +264,16 @@ class Message:
         return _MORE_DEFAULTS[7] if self._more is None else self._more[7]  # type: ignore[no-any-return]
 
     def __init__(self, **data: Any) -> None:
-        values = _interned({**_DEFAULTS, **_ADAPTER.validate_python(data)})
-        _fill(self, values)
+        _set(self, _ADAPTER.validate_python(data))
+
+    @classmethod
+    def model_construct(cls, **values: Any) -> Message:
+        """A Message from values already of the right types and forms, not validated again
+        (pydantic's name for it): for intake, which has checked them (every Slack event
+        builds one, so this is on the ack path)."""
+        message = object.__new__(Message)
+        _set(message, values)
+        return message
 
     # -- pydantic's methods, as callers use them ----------------------------------------------
 

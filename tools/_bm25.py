@@ -40,11 +40,26 @@ __all__ = ["BM25Index"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-Postings = Union["array[int]", int]  # (slot, tf) pairs, or one pair packed as slot * _TF + tf
+# (slot, tf) pairs; or one pair as an int: the slot itself for tf 1 (the caller's own int object,
+# so a word only one message has costs no int of its own), else -(slot * _TF + tf).
+Postings = Union["array[int]", int]
 
 _EMPTY_SLOTS: IntArray = np.zeros(0, dtype=np.int64)
 _EMPTY_SCORES: FloatArray = np.zeros(0, dtype=np.float64)
-_TF = 1 << 20  # a packed single posting: slot * _TF + tf (tf below _TF, else an array)
+_TF = 1 << 20  # a packed single posting: -(slot * _TF + tf) (tf below _TF, else an array)
+
+
+def _one(postings: int) -> tuple[int, int]:
+    """(slot, tf) of a single posting held as an int."""
+    return (postings, 1) if postings >= 0 else divmod(-postings, _TF)
+
+
+def _packed(slot: int, tf: int) -> Postings:
+    if tf == 1:
+        return slot
+    return -(slot * _TF + tf) if tf < _TF else array("i", (slot, tf))
+
+
 _NO_DOC = -1
 
 
@@ -52,7 +67,7 @@ def _pairs(postings: Postings) -> npt.NDArray[np.int64]:
     """The postings as an (n, 2) array of (slot, tf): a copy, never a view (an array with an
     exported buffer could not grow afterwards)."""
     if isinstance(postings, int):
-        return np.array([[postings // _TF, postings % _TF]], dtype=np.int64)
+        return np.array([_one(postings)], dtype=np.int64)
     return np.array(postings, dtype=np.int64).reshape(-1, 2)
 
 
@@ -67,11 +82,11 @@ class BM25Index:
         self._postings: dict[str, Postings] = {}
         # Document slot -> where its distinct terms start in _doc_terms, and how many.
         self._doc_terms: list[str] = []
-        self._doc_start: npt.NDArray[np.int64] = np.full(64, _NO_DOC, dtype=np.int64)
+        self._doc_start: npt.NDArray[np.int32] = np.full(64, _NO_DOC, dtype=np.int32)
         self._doc_count: npt.NDArray[np.int32] = np.zeros(64, dtype=np.int32)
         self._garbage = 0  # ids in _doc_terms no document points at any more
         self._docs = 0
-        self._lengths: FloatArray = np.zeros(64, dtype=np.float64)
+        self._lengths: npt.NDArray[np.int32] = np.zeros(64, dtype=np.int32)  # tokens per doc
         self._total_length = 0
         self._df_counts: dict[int, int] = {}  # document frequency -> terms with it
         self._average_idf: float | None = None
@@ -93,11 +108,11 @@ class BM25Index:
             postings = self._postings.get(term)
             if postings is None:
                 term = sys.intern(term)
-                self._postings[term] = slot * _TF + tf if tf < _TF else array("i", (slot, tf))
+                self._postings[term] = _packed(slot, tf)
                 self._move_df(0, +1)
             else:
                 if isinstance(postings, int):
-                    postings = self._postings[term] = array("i", divmod(postings, _TF))
+                    postings = self._postings[term] = array("i", _one(postings))
                 self._move_df(len(postings) // 2, +1)
                 postings.append(slot)
                 postings.append(tf)
@@ -123,23 +138,23 @@ class BM25Index:
                 postings[at], postings[at + 1] = postings[-2], postings[-1]
                 del postings[-2:]
                 if len(postings) == 2 and postings[1] < _TF:  # one left: pack it
-                    self._postings[term] = postings[0] * _TF + postings[1]
+                    self._postings[term] = _packed(postings[0], postings[1])
             self._move_df(df, -1)
         self._doc_start[slot] = _NO_DOC
         self._doc_count[slot] = 0
         self._garbage += count
         self._docs -= 1
         self._total_length -= int(self._lengths[slot])
-        self._lengths[slot] = 0.0
+        self._lengths[slot] = 0
         self._average_idf = None
         if self._garbage > 4096 and 2 * self._garbage > len(self._doc_terms):
             self._compact()
 
     def _grow(self, size: int) -> None:
         used = len(self._lengths)
-        lengths = np.zeros(size, dtype=np.float64)
+        lengths = np.zeros(size, dtype=np.int32)
         lengths[:used] = self._lengths
-        start = np.full(size, _NO_DOC, dtype=np.int64)
+        start = np.full(size, _NO_DOC, dtype=np.int32)
         start[:used] = self._doc_start
         count = np.zeros(size, dtype=np.int32)
         count[:used] = self._doc_count
@@ -207,7 +222,7 @@ class BM25Index:
         if postings is None:
             return _EMPTY_SLOTS
         if isinstance(postings, int):
-            return np.array([postings // _TF], dtype=np.int64)
+            return np.array([_one(postings)[0]], dtype=np.int64)
         return np.frombuffer(postings, np.int32)[0::2].astype(np.int64)
 
     def average_idf(self) -> float:
@@ -256,7 +271,7 @@ class BM25Index:
             pairs = _pairs(postings)
             slots = pairs[:, 0]
             tf = pairs[:, 1].astype(np.float64)
-            norm = k1 * (1 - b + b * lengths[slots] / average_length)
+            norm = k1 * (1 - b + b * lengths[slots].astype(np.float64) / average_length)
             total[slots] += self.idf(term, epsilon=epsilon) * (tf * (k1 + 1) / (tf + norm))
         return total
 

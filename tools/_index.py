@@ -185,6 +185,7 @@ class Rows:
         self.cause: Bools = np.zeros(size, dtype=np.bool_)  # states a cause
         # the bot's own message, or a question to it (a mention): ranked after people's
         self.exchange: Bools = np.zeros(size, dtype=np.bool_)
+        self.reply: Bools = np.zeros(size, dtype=np.bool_)  # a thread reply (else top-level)
         self.prev: Ints32 = np.full(size, _NONE, dtype=np.int32)  # in its conversation
         self.next: Ints32 = np.full(size, _NONE, dtype=np.int32)
         self.live: Bools = np.zeros(size, dtype=np.bool_)
@@ -207,6 +208,7 @@ class Rows:
         self.author = _grown(self.author, used, size, _NONE)
         self.cause = _grown(self.cause, used, size, False)
         self.exchange = _grown(self.exchange, used, size, False)
+        self.reply = _grown(self.reply, used, size, False)
         self.prev = _grown(self.prev, used, size, _NONE)
         self.next = _grown(self.next, used, size, _NONE)
         self.live = _grown(self.live, used, size, False)
@@ -214,31 +216,37 @@ class Rows:
 
     def clear(self, slot: int) -> None:
         self.ts[slot], self.key[slot], self.cause[slot] = 0, 0, False
-        self.exchange[slot] = False
+        self.exchange[slot] = self.reply[slot] = False
         self.tid[slot] = self.author[slot] = self.prev[slot] = self.next[slot] = _NONE
         self.root[slot] = _NONE
         self.live[slot] = False
 
 
 class Threads:
-    """Per-thread columns: the root's slot (or -1), reply count and last reply (0: none)."""
+    """Per-thread columns: the root's slot (or -1), reply count and last reply (0: none), the
+    newest indexed reply's slot (-1: none) and how many replies are indexed."""
 
     def __init__(self, capacity: int = 64) -> None:
         self.root: Ints32 = np.full(capacity, _NONE, dtype=np.int32)
         self.count: Floats = np.zeros(capacity, dtype=np.float64)
         self.last: Floats = np.zeros(capacity, dtype=np.float64)
+        self.tail: Ints32 = np.full(capacity, _NONE, dtype=np.int32)
+        self.known: Ints32 = np.zeros(capacity, dtype=np.int32)
 
     def ensure(self, tid: int) -> None:
         if tid < len(self.root):
             return
         used = len(self.root)
-        size = max(tid + 1, 2 * used)
+        size = max(tid + 1, used + used // 4 + 16)
         self.root = _grown(self.root, used, size, _NONE)
         self.count = _grown(self.count, used, size, 0.0)
         self.last = _grown(self.last, used, size, 0.0)
+        self.tail = _grown(self.tail, used, size, _NONE)
+        self.known = _grown(self.known, used, size, 0)
 
     def clear(self, tid: int) -> None:
         self.root[tid], self.count[tid], self.last[tid] = _NONE, 0.0, 0.0
+        self.tail[tid], self.known[tid] = _NONE, 0
 
 
 class ChannelIndex:
@@ -260,14 +268,13 @@ class ChannelIndex:
         self._messages: list[Message | None] = []
         self._free: list[int] = []
         self.rows = Rows()
-        self._streams: dict[int, SortedKeys] = {}  # stream -> its keys
+        self._top = _NONE  # the newest top-level message's slot (the channel stream's tail)
 
         self._authors: dict[tuple[str, str | None], int] = {}
         self._author_messages: list[Message] = []  # one message per author code
 
         self._tid_of: dict[int, int] = {}  # root key -> thread id
         self._thread_keys: list[int] = []  # thread id -> root key
-        self._thread_replies: list[list[int]] = []  # thread id -> its known reply keys, sorted
         self._free_tids: list[int] = []
         self.threads = Threads()
 
@@ -328,7 +335,7 @@ class ChannelIndex:
         if root_slot == _NONE:
             return None
         root = self.message(root_slot)
-        known = [self.message(self._slot_of[key]) for key in self._thread_replies[tid]]
+        known = [self.message(slot) for slot in self._replies(tid)]
         count = max(root.reply_count, len(known))
         if count == 0:
             return None
@@ -438,9 +445,12 @@ class ChannelIndex:
         rows.author[slot] = self._author_code(message)
         rows.cause[slot] = bool(STATES_CAUSE.search(text.casefold()))
         rows.exchange[slot] = message.is_self or message.mentions_self
+        rows.reply[slot] = message.is_reply
         rows.live[slot] = True
-        self._link(slot, key, message)
-        self._join_thread(slot, key, message)
+        tid = self._join_thread(slot, key, message)
+        self._link(slot, key)
+        if tid != _NONE:
+            self._restat(tid)
 
     def _replace(self, slot: int, old: Message, new: Message) -> None:
         # Same document, same thread: only the thread counters (or reactions) changed.
@@ -467,8 +477,8 @@ class ChannelIndex:
         message = self.message(slot)
         key = ts_key(message.ts)
         self.bm25.remove(slot)
-        self._unlink(slot, key, message)
-        self._leave_thread(slot, key, message)
+        self._unlink(slot)
+        self._leave_thread(slot, message)
         del self._slot_of[key]
         if self._ids is not None:
             self._ids.pop(id(message), None)
@@ -484,38 +494,64 @@ class ChannelIndex:
             self._author_messages.append(message)
         return code
 
-    # conversations: a doubly linked list per stream, in ts order
+    # conversations: a doubly linked list per stream, in ts order. The channel's stream and each
+    # thread's keep only their newest message (the tail): chat appends, so a new message links
+    # after it; one that arrives out of order (a backfill) finds its place in one vectorised
+    # pass over the stream's members.
 
-    @staticmethod
-    def _stream_of(message: Message) -> int:
-        return ts_key(message.root_ts) if message.is_reply else _CHANNEL_STREAM
+    def _tail(self, slot: int) -> int:
+        return int(self.threads.tail[self.rows.tid[slot]]) if self.rows.reply[slot] else self._top
 
-    def _link(self, slot: int, key: int, message: Message) -> None:
-        keys = self._streams.get(self._stream_of(message))
-        if keys is None:
-            keys = self._streams[self._stream_of(message)] = SortedKeys()
-        index = keys.insert(key)
-        prev_slot = self._slot_of[keys[index - 1]] if index else _NONE
-        next_slot = self._slot_of[keys[index + 1]] if index + 1 < len(keys) else _NONE
+    def _set_tail(self, slot: int, tail: int) -> None:
+        if self.rows.reply[slot]:
+            self.threads.tail[self.rows.tid[slot]] = tail
+        else:
+            self._top = tail
+
+    def _link(self, slot: int, key: int) -> None:
         rows = self.rows
+        tail = self._tail(slot)
+        if tail == _NONE or rows.key[tail] < key:
+            prev_slot, next_slot = tail, _NONE
+            self._set_tail(slot, slot)
+        else:
+            capacity = self.capacity
+            if rows.reply[slot]:
+                members = rows.live[:capacity] & rows.reply[:capacity]
+                members &= rows.tid[:capacity] == rows.tid[slot]
+            else:
+                members = rows.live[:capacity] & ~rows.reply[:capacity]
+            members[slot] = False
+            found = np.flatnonzero(members)
+            keys = rows.key[found]
+            before, after = found[keys < key], found[keys > key]
+            prev_slot = int(before[np.argmax(rows.key[before])]) if len(before) else _NONE
+            next_slot = int(after[np.argmin(rows.key[after])]) if len(after) else _NONE
         rows.prev[slot], rows.next[slot] = prev_slot, next_slot
         if prev_slot != _NONE:
             rows.next[prev_slot] = slot
         if next_slot != _NONE:
             rows.prev[next_slot] = slot
 
-    def _unlink(self, slot: int, key: int, message: Message) -> None:
-        stream = self._stream_of(message)
-        keys = self._streams[stream]
-        keys.remove(key)
-        if not keys:
-            del self._streams[stream]
+    def _unlink(self, slot: int) -> None:
         rows = self.rows
         prev_slot, next_slot = int(rows.prev[slot]), int(rows.next[slot])
         if prev_slot != _NONE:
             rows.next[prev_slot] = next_slot
         if next_slot != _NONE:
             rows.prev[next_slot] = prev_slot
+        elif self._tail(slot) == slot:
+            self._set_tail(slot, prev_slot)
+
+    def _replies(self, tid: int) -> list[int]:
+        """The slots of thread ``tid``'s indexed replies, oldest first."""
+        out: list[int] = []
+        slot = int(self.threads.tail[tid])
+        while slot != _NONE:
+            out.append(slot)
+            slot = int(self.rows.prev[slot])
+        out.reverse()
+        return out
 
     # threads
 
@@ -526,11 +562,9 @@ class ChannelIndex:
         if self._free_tids:
             tid = self._free_tids.pop()
             self._thread_keys[tid] = root_key
-            self._thread_replies[tid] = []
         else:
             tid = len(self._thread_keys)
             self._thread_keys.append(root_key)
-            self._thread_replies.append([])
         self.threads.ensure(tid)
         self._tid_of[root_key] = tid
         root_slot = self._slot_of.get(root_key)
@@ -542,36 +576,35 @@ class ChannelIndex:
     def _set_root(self, tid: int, root_slot: int) -> None:
         """Thread ``tid``'s root is now at ``root_slot`` (-1: not indexed); tell its replies."""
         self.threads.root[tid] = root_slot
-        for key in self._thread_replies[tid]:
-            self.rows.root[self._slot_of[key]] = root_slot
+        for reply in self._replies(tid):
+            self.rows.root[reply] = root_slot
 
-    def _join_thread(self, slot: int, key: int, message: Message) -> None:
+    def _join_thread(self, slot: int, key: int, message: Message) -> int:
+        """Make ``slot`` a member of its thread (before it is linked); its thread id or -1."""
         if message.is_reply:
             tid = self._thread(ts_key(message.root_ts), create=True)
             assert tid is not None
-            replies = self._thread_replies[tid]
-            replies.insert(bisect_left(replies, key), key)
+            self.threads.known[tid] += 1
             self.rows.tid[slot] = tid
             self.rows.root[slot] = self.threads.root[tid]
-        else:
-            found = self._thread(key, create=_has_thread(message))
-            if found is None:
-                return
-            tid = found
-            self.rows.tid[slot] = tid
-            self._set_root(tid, slot)
-        self._restat(tid)
+            return tid
+        found = self._thread(key, create=_has_thread(message))
+        if found is None:
+            return _NONE
+        self.rows.tid[slot] = found
+        self._set_root(found, slot)
+        return found
 
-    def _leave_thread(self, slot: int, key: int, message: Message) -> None:
+    def _leave_thread(self, slot: int, message: Message) -> None:
+        """``slot`` leaves its thread (after it was unlinked)."""
         tid = int(self.rows.tid[slot])
         if tid == _NONE:
             return
         if message.is_reply:
-            replies = self._thread_replies[tid]
-            del replies[bisect_left(replies, key)]
+            self.threads.known[tid] -= 1
         else:
             self._set_root(tid, _NONE)
-        if self.threads.root[tid] == _NONE and not self._thread_replies[tid]:
+        if self.threads.root[tid] == _NONE and not self.threads.known[tid]:
             del self._tid_of[self._thread_keys[tid]]
             self.threads.clear(tid)
             self._free_tids.append(tid)
@@ -582,14 +615,13 @@ class ChannelIndex:
         """Recompute a thread's reply count and last reply time (:meth:`thread_stats`'s rules)."""
         threads = self.threads
         root_slot = int(threads.root[tid])
-        replies = self._thread_replies[tid]
         if root_slot == _NONE:
             threads.count[tid], threads.last[tid] = 0.0, 0.0
             return
         root = self.message(root_slot)
-        count = max(root.reply_count, len(replies))
+        count = max(root.reply_count, int(threads.known[tid]))
         last = float(root.latest_reply) if root.latest_reply else 0.0
-        if replies:
-            last = max(last, float(self.rows.ts[self._slot_of[replies[-1]]]))
+        if threads.tail[tid] != _NONE:
+            last = max(last, float(self.rows.ts[threads.tail[tid]]))
         threads.count[tid] = float(count)
         threads.last[tid] = last if count else 0.0

@@ -17,10 +17,11 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from chanctx.cache import ChannelHistory, ts_key
 from chanctx.context import FileRef, Message
-from chanctx.tools._index import ChannelIndex, SortedKeys
+from chanctx.tools._index import ChannelIndex
 from chanctx.tools._keywords import Stemmer
 
 __all__ = ["IndexedHistory", "SearchScope", "synced_index"]
@@ -77,7 +78,7 @@ class IndexedHistory(ChannelHistory):
         *,
         max_messages_per_channel: int = 5000,
         max_channels: int = 200,
-        max_bytes: int = 256 * 2**20,
+        max_bytes: int = 1024 * 2**20,
         stemmer: Stemmer = "porter",
     ) -> None:
         super().__init__(
@@ -87,9 +88,6 @@ class IndexedHistory(ChannelHistory):
         )
         self.stemmer: Stemmer = stemmer
         self._indexes: dict[str, ChannelIndex] = {}
-        # Every key the history holds per channel (tombstones included), ascending: what the
-        # bound evicts is always the oldest of these.
-        self._stored: dict[str, SortedKeys] = {}
 
     def search_index(self, channel: str) -> ChannelIndex:
         """The index of ``channel`` (an empty one for a channel never written)."""
@@ -98,15 +96,11 @@ class IndexedHistory(ChannelHistory):
 
     # -- writes: the parent's, then what changed goes to the index --------------------------
 
-    def record(self, msg: Message) -> None:
-        old = self.get(msg.channel, msg.ts)
-        super().record(msg)
-        touched = [msg.ts]
-        if msg.is_reply and msg.thread_ts is not None:
-            touched.append(msg.thread_ts)
-        if old is not None and old.is_reply and old.thread_ts is not None:
-            touched.append(old.thread_ts)
-        self._changed(msg.channel, touched)
+    def _recorded(self, channel: str, ch: Any, keys: Sequence[int]) -> None:
+        # record() wrote these: the message and the roots it touched; queue what is stored now.
+        index = self._index(channel)
+        for key in keys:
+            index.queue(key, ch.messages.get(key))
 
     def apply_edit(
         self,
@@ -143,44 +137,32 @@ class IndexedHistory(ChannelHistory):
             self._changed(channel, [ts])
         return updated
 
-    def _changed(self, channel: str, touched: Iterable[str]) -> None:
+    def _index(self, channel: str) -> ChannelIndex:
         index = self._indexes.get(channel)
         if index is None:
             index = self._indexes[channel] = ChannelIndex(channel, stemmer=self.stemmer)
-            self._stored[channel] = SortedKeys()
             if len(self._indexes) > self.max_channels:
                 self._forget_evicted_channels()
-        stored = self._stored[channel]
+        return index
+
+    def _changed(self, channel: str, touched: Iterable[str]) -> None:
+        index = self._index(channel)
         for ts in touched:
             key = self._stored_key(channel, ts) or ts_key(ts)
-            current = self.get(channel, ts)
-            if current is None:
-                stored.remove(key)
-            else:
-                stored.insert(key)
-            index.queue(key, current)  # a tombstone or None leaves the index
-        self._drop_evicted(channel)
+            index.queue(key, self.get(channel, ts))  # a tombstone or None leaves the index
+
+    def _dropped(self, channel: str, key: int) -> None:
+        # A bound evicts the oldest message of ``channel``: it leaves the index too.
+        index = self._indexes.get(channel)
+        if index is not None:
+            index.queue(key, None)
 
     def _evicted(self, channel: str) -> None:
         # The byte bound took the oldest messages of another channel, or all of it.
-        if channel not in self._indexes:
-            return
-        if self.count(channel) == 0:
+        if channel in self._indexes and self.count(channel) == 0:
             del self._indexes[channel]
-            del self._stored[channel]
-        else:
-            self._drop_evicted(channel)
-
-    def _drop_evicted(self, channel: str) -> None:
-        # The bounds evict the oldest messages: whatever the history no longer counts.
-        stored, index = self._stored[channel], self._indexes[channel]
-        excess = len(stored) - self.count(channel)
-        if excess > 0:
-            for key in stored.pop_oldest(excess):
-                index.queue(key, None)
 
     def _forget_evicted_channels(self) -> None:
         held = set(self.channels())
         for channel in [c for c in self._indexes if c not in held]:
             del self._indexes[channel]
-            del self._stored[channel]

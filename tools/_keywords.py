@@ -77,7 +77,7 @@ def _light_stem(word: str) -> str:
 
 
 # Chat reuses a small vocabulary, so caching per token makes indexing several times faster.
-@lru_cache(maxsize=131_072)
+@lru_cache(maxsize=16_384)
 def _expand(token: str, stemmer: Stemmer = "porter") -> tuple[str, ...]:
     """A token and, for a compound one, its parts (each a term of its own)."""
     if _PLURAL_NUMBER.fullmatch(token):

@@ -13,7 +13,7 @@ message is
           top-level messages, or its thread), if within 15 minutes per message of it. The
           answer to a question is usually the message after it, and a topic runs over a few
           messages, most of which do not repeat its words
-  + 0.3 if the intent names a month or a year and the message was posted then ("date:" signal,
+  + 0.5 if the intent names a month or a year and the message was posted then ("date:" signal,
           UTC): "the outage in March", "what we decided in 2024"
   + 0.3 if the intent asks why and the message states a cause ("because", "found it", ...)
   + 0.6 if an author asked for wrote it
@@ -88,7 +88,7 @@ class Ranking:
     context_before: tuple[float, ...] = (0.5, 0.5)
     context_after: tuple[float, ...] = (0.5, 0.5)
     context_gap: float = 900.0  # seconds between two messages of one conversation, at most
-    date_boost: float = 0.3
+    date_boost: float = 0.5
     cause_boost: float = 0.3
     author_boost: float = 0.6
     recency_weight: float = 0.1

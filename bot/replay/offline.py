@@ -85,7 +85,7 @@ class OfflineBot:
         session_settings: SessionSettings | None = None,
         recipe: RecipeRunner | None = None,
         history_per_channel: int = 5_000,
-        history_mb: int = 256,
+        history_mb: int = 1024,
         claude_latency_ms: int = 0,
         curator: Literal["off", "offline", "claude"] = "offline",
         curator_model: str = DEFAULT_CURATOR_MODEL,

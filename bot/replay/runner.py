@@ -39,7 +39,7 @@ class ReplayOptions:
     data_dir: Path | None = None  # keep the session logs here (default: a temporary directory)
     recipe: RecipeRunner | None = None
     history_per_channel: int = 5_000  # messages kept per channel (the search window)
-    history_mb: int = 256  # memory all channels' history may hold
+    history_mb: int = 1024  # memory all channels' history may hold
     requests_out: Path | None = None  # write each Messages API request body here (JSONL)
     curator: Literal["off", "offline", "claude"] = "offline"  # who grows the playbooks
     curator_model: str = "claude-haiku-4-5"

@@ -123,7 +123,15 @@ def to_message(raw: SlackMessage, channel: str, me: SelfIdentity) -> Message:
         (me.user_id and raw.user == me.user_id) or (me.bot_id and raw.bot_id == me.bot_id)
     )
     bot_name = (raw.bot_profile or {}).get("name") if raw.bot_profile else None
-    return Message(
+    # SlackMessage checked the types; the forms it does not know are checked here (a bad one
+    # raises, and intake ignores the event), then the Message is built without a second pass.
+    validate_ts(raw.ts)
+    for ts in (raw.thread_ts, raw.latest_reply, raw.edited.ts if raw.edited else None):
+        if ts:  # an empty optional ts means none
+            validate_ts(ts)
+    if raw.reply_count < 0:
+        raise ValueError(f"reply_count {raw.reply_count} is negative")
+    return Message.model_construct(
         channel=channel,
         ts=raw.ts,
         thread_ts=raw.thread_ts or None,
