@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -77,6 +77,7 @@ class OfflineBot:
         history_per_channel: int = 5_000,
         history_mb: int = 1024,
         claude_latency_ms: int = 0,
+        before: Sequence[Callable[..., Any]] = (),
     ) -> None:
         """``claude=True`` answers with a real Claude session against the fake Anthropic API
         (the ``cassette``'s responses, then the offline model); sessions live in ``data_dir``."""
@@ -143,7 +144,11 @@ class OfflineBot:
             feedback=FeedbackStore(self.data_dir),
             post_backoff=0.01,  # retried posts against the fake need not wait
         )
-        self.app: App = build_app(self.runtime, signing_secret=signing_secret, verify_token=False)
+        # ``before``: middleware ahead of intake (a recorder sees every delivery, as in
+        # ``chanctx record``).
+        self.app: App = build_app(
+            self.runtime, signing_secret=signing_secret, verify_token=False, before=before
+        )
 
     def dispatch(self, envelope: Mapping[str, Any], *, wait: bool = True) -> BoltResponse:
         """Deliver one envelope as Socket Mode does; by default wait for any answer it starts."""
