@@ -141,7 +141,7 @@ class _SlowAnswer:
 class _InlineRuntime(Runtime):
     """The baseline: answer inside the listener, before Slack gets its ack."""
 
-    def trigger(self, turn: Turn) -> bool:
+    def trigger(self, turn: Turn, event_id: str | None = None) -> bool:
         self.answer(turn)
         return True
 

@@ -5,6 +5,7 @@ Reads the sources and RESULTS.md only: no benchmark runs here.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +63,13 @@ def test_the_runner_lists_every_registered_module_and_refuses_an_unknown_one() -
     )
     assert unknown.returncode == 2
     assert "unknown bench 'no_such_bench'" in unknown.stderr
+
+
+def test_every_section_says_when_at_which_commit_and_on_what_machine() -> None:
+    stamp = re.compile(
+        r"^_Measured \d{4}-\d\d-\d\d \d\d:\d\d UTC at commit [0-9a-f]{7,}( with local changes)? "
+        r"on \d+ cores \(.+\), [\d.]+ GiB, \S+ \S+, Python \d+\.\d+\.\d+\._$",
+        re.M,
+    )
+    for name, body in sections().items():
+        assert stamp.search(body), f"section {name!r} has no full stamp (rerun python -m bench all)"

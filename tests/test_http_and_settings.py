@@ -166,8 +166,9 @@ def test_record_writes_a_replayable_fixture(tmp_path: Path) -> None:
     from chanctx.bot.serve import known_state
 
     recorder = Recorder(tmp_path / "rec")
-    with OfflineBot(copy.deepcopy(STATE)) as bot:
-        bot.app.use(recorder.middleware)  # recorded in delivery order, as `chanctx record` does
+    # Recorded first, in delivery order, as `chanctx record` does (a channel message event
+    # ends in the intake middleware, so a recorder after it would never see one).
+    with OfflineBot(copy.deepcopy(STATE), before=[recorder.middleware]) as bot:
         for item in mention_pair(ts(10), "status? my token is xoxb-1-2-3"):
             item["token"] = "a-verification-token"
             bot.dispatch(item)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -93,6 +93,7 @@ class OfflineBot:
         reactions: tuple[frozenset[str], frozenset[str]] = (HELPFUL, HARMFUL),
         similar: Similarity | None = None,
         workspace: tuple[FakeSlackAPI, str, str, ReplayClock] | None = None,
+        before: Sequence[Callable[..., Any]] = (),
     ) -> None:
         """``claude=True`` answers with a real Claude session against the fake Anthropic API
         (the ``cassette``'s responses, then the offline model); sessions live in ``data_dir``.
@@ -178,7 +179,11 @@ class OfflineBot:
             team_id=str(auth.get("team_id", "")),
             stream=stream,
         )
-        self.app: App = build_app(self.runtime, signing_secret=signing_secret, verify_token=False)
+        # ``before``: middleware ahead of intake (a recorder sees every delivery, as in
+        # ``chanctx record``).
+        self.app: App = build_app(
+            self.runtime, signing_secret=signing_secret, verify_token=False, before=before
+        )
 
     def _playbooks(self, data_dir: Path | None) -> ChannelPlaybooks:
         """The channel playbooks, curated by the deterministic rules (virtual time) unless the
