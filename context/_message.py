@@ -297,16 +297,23 @@ class Message:
         _fill(copy, values)
         return copy
 
-    def _fields(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in _FIELDS}
+    def _fields(self, *, exclude_defaults: bool = False) -> dict[str, Any]:
+        """The fields, without those at their default when asked (a TypedDict knows no
+        defaults, so pydantic's own ``exclude_defaults`` could not leave them out)."""
+        fields = {name: getattr(self, name) for name in _FIELDS}
+        if exclude_defaults:
+            fields = {k: v for k, v in fields.items() if k not in _DEFAULTS or v != _DEFAULTS[k]}
+        return fields
 
-    def model_dump(self, *, mode: str = "python", **options: Any) -> dict[str, Any]:
-        fields = self._fields()
+    def model_dump(
+        self, *, mode: str = "python", exclude_defaults: bool = False, **options: Any
+    ) -> dict[str, Any]:
+        fields = self._fields(exclude_defaults=exclude_defaults)
         dumped: dict[str, Any] = _ADAPTER.dump_python(fields, mode=mode, **options)  # type: ignore[arg-type]
         return dumped
 
-    def model_dump_json(self, **options: Any) -> str:
-        fields = self._fields()
+    def model_dump_json(self, *, exclude_defaults: bool = False, **options: Any) -> str:
+        fields = self._fields(exclude_defaults=exclude_defaults)
         return _ADAPTER.dump_json(fields, **options).decode()  # type: ignore[arg-type]
 
     @classmethod

@@ -3,6 +3,7 @@ it replaced, and keeps every field it is given."""
 
 from __future__ import annotations
 
+import json
 import pickle
 from typing import Any
 
@@ -84,3 +85,16 @@ def test_it_can_be_a_field_of_a_pydantic_model() -> None:
 
     held = Holder(message=Message(channel="C", ts="1.1", files=(FileRef(artifact_id="F"),)))
     assert Holder.model_validate_json(held.model_dump_json()) == held
+
+
+def test_dumping_without_defaults_keeps_only_what_was_set_and_round_trips() -> None:
+    # The Redis change stream sends messages this way: every default left out (a third of the
+    # bytes of a typical chat message).
+    message = Message(channel="C1", ts="1781020800.000100", user_id="U1", text="hi", reply_count=2)
+    assert message.model_dump(mode="json", exclude_defaults=True) == {
+        "channel": "C1", "ts": "1781020800.000100", "user_id": "U1", "text": "hi", "reply_count": 2,
+    }  # fmt: skip
+    assert json.loads(message.model_dump_json(exclude_defaults=True)) == message.model_dump(
+        mode="json", exclude_defaults=True
+    )
+    assert Message.model_validate(message.model_dump(exclude_defaults=True)) == message
