@@ -13,11 +13,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import redis
 
 from .debian import ensure_debian_binary
 
-__all__ = ["RedisServer", "ensure_redis_server", "redis_server"]
+__all__ = ["RedisServer", "client", "ensure_redis_server", "redis_server", "server"]
 
 
 def ensure_redis_server() -> str:
@@ -87,3 +88,22 @@ def redis_server(workdir: Path, *, appendonly: bool = False) -> Iterator[RedisSe
         yield server
     finally:
         server.stop()
+
+
+# Fixtures a test module takes by importing them (``from .redis_server import client, server``).
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A redis-server of the module's own, on a free port."""
+    with redis_server(tmp_path_factory.mktemp("redis")) as running:
+        yield running
+
+
+@pytest.fixture
+def client(server: RedisServer) -> Iterator[redis.Redis]:
+    """A client of it, on an emptied database."""
+    connection = redis.Redis.from_url(server.url)
+    connection.flushdb()
+    yield connection
+    connection.close()

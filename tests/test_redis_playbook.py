@@ -5,30 +5,16 @@ one replica is picked up by the others; the reaction feedback rules match the lo
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
-import pytest
 import redis
 from chanctx.context.playbook import BulletSource, Delta
 from chanctx.manifest_store import RedisFeedbackStore, RedisPlaybookStore
 
-from .redis_server import RedisServer, redis_server
+from . import redis_server as shared
+
+server, client = shared.server, shared.client  # the module's redis-server and a client of it
 
 TEAM, CHANNEL = "T0REDIS001", "C0OPSTEAM1"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as running:
-        yield running
-
-
-@pytest.fixture
-def client(server: RedisServer) -> Iterator[redis.Redis]:
-    connection = redis.Redis.from_url(server.url)
-    connection.flushdb()
-    yield connection
-    connection.close()
 
 
 def fact(n: int, text: str | None = None, subject: str | None = None) -> Delta:

@@ -6,7 +6,6 @@ must decide exactly the same, whichever replica asks.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,23 +14,12 @@ from chanctx.cache import FakeClock, RateLimited, RateLimiter, RedisRateLimiter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .redis_server import RedisServer, redis_server
+from . import redis_server as shared
+from .redis_server import RedisServer
+
+server, client = shared.server, shared.client  # the module's redis-server and a client of it
 
 REPLIES = "conversations.replies"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as running:
-        yield running
-
-
-@pytest.fixture
-def client(server: RedisServer) -> Iterator[redis.Redis]:
-    connection = redis.Redis.from_url(server.url)
-    connection.flushdb()
-    yield connection
-    connection.close()
 
 
 calls = st.lists(

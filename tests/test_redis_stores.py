@@ -5,7 +5,6 @@ StoreUnavailable (an OSError, so the event is refused and Slack retries)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,23 +25,12 @@ from chanctx.manifest_store import (
 )
 from slack_sdk.oauth.installation_store import Installation
 
-from .redis_server import RedisServer, redis_server
+from . import redis_server as shared
+from .redis_server import RedisServer
+
+server, client = shared.server, shared.client  # the module's redis-server and a client of it
 
 TEAM = "T0REDIS001"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as running:
-        yield running
-
-
-@pytest.fixture
-def client(server: RedisServer) -> Iterator[redis.Redis]:
-    connection = redis.Redis.from_url(server.url)
-    connection.flushdb()
-    yield connection
-    connection.close()
 
 
 def _store(client: redis.Redis, name: str) -> RedisTurnStore:
