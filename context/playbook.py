@@ -314,8 +314,21 @@ class Playbook:
     def select(self, budget: int, count: Callable[[str], int]) -> list[Bullet]:
         """The active bullets to send within ``budget`` tokens of ``render_playbook``: the
         most useful first; the least useful are left out whole, never cut."""
-        chosen = sorted(self.active(), key=_utility, reverse=True)
-        while chosen and count(render_playbook(chosen)) > budget:
+        # Each line (and each section's header) is counted once and summed: the whole is
+        # counted only to confirm, so a long playbook costs one pass, not one per bullet.
+        chosen: list[Bullet] = []
+        sections: set[str] = set()
+        used = 0
+        for bullet in sorted(self.active(), key=_utility, reverse=True):
+            cost = count(_line(bullet)) + 1
+            if bullet.section not in sections:
+                cost += count(_header(bullet.section)) + 1
+            if used + cost > budget:
+                break
+            chosen.append(bullet)
+            sections.add(bullet.section)
+            used += cost
+        while chosen and count(render_playbook(chosen)) > budget:  # joins may cost a token
             chosen.pop()
         return chosen
 
@@ -324,14 +337,19 @@ def render_playbook(bullets: Sequence[Bullet]) -> str:
     """ACE's form, a header per section; unverified bullets say so."""
     lines: list[str] = []
     for section in sorted({b.section for b in bullets}, key=_section_rank):
-        lines.append(f"## {section.upper()}")
+        lines.append(_header(section))
         for bullet in sorted((b for b in bullets if b.section == section), key=lambda b: b.id):
-            label = "(unverified) " if bullet.state == "unverified" else ""
-            lines.append(
-                f"[{bullet.id}] helpful={bullet.helpful} harmful={bullet.harmful} :: "
-                f"{label}{bullet.content}"
-            )
+            lines.append(_line(bullet))
     return "\n".join(lines)
+
+
+def _header(section: str) -> str:
+    return f"## {section.upper()}"
+
+
+def _line(bullet: Bullet) -> str:
+    label = "(unverified) " if bullet.state == "unverified" else ""
+    return f"[{bullet.id}] helpful={bullet.helpful} harmful={bullet.harmful} :: {label}{bullet.content}"
 
 
 def _section_rank(section: str) -> int:
