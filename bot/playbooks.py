@@ -96,8 +96,6 @@ class ChannelPlaybooks:
         # Per channel, the newest message a curation has read (a restart reads again: the
         # same statements merge into the bullets they made).
         self._watermarks: LRUCache[str, str] = LRUCache(maxsize=10_000)
-        # The channel whose playbook a turn used (the pane's viewed channel is not the turn's).
-        self._turn_channels: LRUCache[str, str] = LRUCache(maxsize=50_000)
 
     def for_session(self, channel: str, budget: int) -> tuple[str, list[str]]:
         """The playbook text to send (empty when the channel has learned nothing yet) and the
@@ -121,20 +119,24 @@ class ChannelPlaybooks:
         try:
             if offered:
                 cited = [i for i in dict.fromkeys(_CITED.findall(reply or "")) if i in offered]
-                self.store.record_use(channel, turn, cited or list(offered))
-                with self._lock:
-                    self._turn_channels[turn] = channel
+                # A pane answer is posted in the DM but used the viewed channel's playbook:
+                # the store routes votes there (the turn id names where it was asked).
+                answered_in = turn.split(":", 1)[0]
+                self.store.record_use(
+                    channel, turn, cited or list(offered), answered_in=answered_in
+                )
             if self._curator is not None:
                 self._curate(channel, turn, anchor_ts)
         except Exception:  # learning must never cost the answer that was just given
             logger.exception("playbook update after %s failed", turn)
 
     def on_vote(self, turn: str, user: str, *, helpful: bool) -> list[str]:
-        """A person's verdict on ``turn``'s answer: the bullets it used gain a count."""
-        with self._lock:
-            channel = self._turn_channels.get(turn) or turn.split(":", 1)[0]
+        """A person's verdict on ``turn``'s answer: the bullets it used gain a count (the
+        store follows a pane answer's route to the playbook it used)."""
         try:
-            return self.store.vote(channel, turn, user, helpful=helpful, now=self._clock())
+            return self.store.vote(
+                turn.split(":", 1)[0], turn, user, helpful=helpful, now=self._clock()
+            )
         except Exception:
             logger.exception("playbook vote on %s failed", turn)
             return []

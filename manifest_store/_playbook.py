@@ -48,7 +48,9 @@ class PlaybookStore(Protocol):
     def bullets(self, channel: str) -> list[Bullet]: ...
     def channels(self) -> list[str]: ...
     def apply(self, channel: str, deltas: Sequence[Delta], now: float) -> list[str]: ...
-    def record_use(self, channel: str, turn: str, ids: Sequence[str]) -> None: ...
+    def record_use(
+        self, channel: str, turn: str, ids: Sequence[str], *, answered_in: str | None = ...
+    ) -> None: ...
     def used_by(self, channel: str, turn: str) -> list[str]: ...
     def vote(
         self, channel: str, turn: str, user: str, *, helpful: bool, now: float
@@ -65,6 +67,9 @@ class _Channel:
         self.path = path
         self.playbook = Playbook()
         self.uses: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        # Turns answered here from another channel's playbook (the assistant pane): where
+        # their votes go.
+        self.routes: OrderedDict[str, str] = OrderedDict()
         self.voted: OrderedDict[str, bool] = OrderedDict()
         self.lines = 0
         self.handle: TextIO | None = None
@@ -137,12 +142,22 @@ class LocalPlaybookStore:
         self._changed(channel)
         return touched
 
-    def record_use(self, channel: str, turn: str, ids: Sequence[str]) -> None:
-        """The bullets ``turn`` put in front of Claude: a vote on its answer lands on them."""
+    def record_use(
+        self, channel: str, turn: str, ids: Sequence[str], *, answered_in: str | None = None
+    ) -> None:
+        """The bullets of ``channel``'s playbook ``turn`` put in front of Claude: a vote on its
+        answer lands on them. ``answered_in``: where the answer was posted, when that is
+        another channel (the assistant pane answers from the channel the user views); a vote
+        there is routed here, after a restart too."""
         held = self._open(channel)
         with self._exclusive(held):
             _remember(held.uses, turn, tuple(ids), _MAX_USES)
             self._write(held, {"kind": "use", "turn": turn, "ids": list(ids)})
+        if answered_in is not None and answered_in != channel:
+            there = self._open(answered_in)
+            with self._exclusive(there):
+                _remember(there.routes, turn, channel, _MAX_USES)
+                self._write(there, {"kind": "route", "turn": turn, "to": channel})
 
     def vote(self, channel: str, turn: str, user: str, *, helpful: bool, now: float) -> list[str]:
         """A person's verdict on ``turn``'s answer, counted once per person, turn and verdict
@@ -150,6 +165,11 @@ class LocalPlaybookStore:
         grow). The ids whose counters changed."""
         key = f"{turn}|{user}|{'helpful' if helpful else 'harmful'}"
         held = self._open(channel)
+        with held.lock:
+            self._catch_up(held)
+            routed = held.routes.get(turn)
+        if routed is not None and routed != channel:
+            return self.vote(routed, turn, user, helpful=helpful, now=now)
         with self._exclusive(held):
             ids = held.uses.get(turn, ())
             if key in held.voted or not ids:
@@ -223,7 +243,7 @@ class LocalPlaybookStore:
         for bullet in held.playbook.bullets:
             if before.get(bullet.id) != bullet:
                 self._write(held, {"kind": "bullet", "bullet": bullet.model_dump(mode="json")})
-        live = len(held.playbook.bullets) + len(held.uses) + len(held.voted)
+        live = len(held.playbook.bullets) + len(held.uses) + len(held.voted) + len(held.routes)
         if held.lines > 4 * live + 1_000:
             self._rewrite(held)
 
@@ -299,6 +319,8 @@ def _fold(
         _remember(held.uses, str(entry["turn"]), tuple(str(i) for i in entry["ids"]), _MAX_USES)
     elif kind == "voted":
         _remember(held.voted, str(entry["key"]), True, _MAX_VOTED)
+    elif kind == "route":
+        _remember(held.routes, str(entry["turn"]), str(entry["to"]), _MAX_USES)
     else:
         raise KeyError(kind)
 
@@ -308,6 +330,8 @@ def _state_lines(held: _Channel) -> Iterable[dict[str, Any]]:
         yield {"kind": "bullet", "bullet": bullet.model_dump(mode="json")}
     for gone, kept in held.playbook.aliases.items():
         yield {"kind": "alias", "from": gone, "to": kept}
+    for turn, to in held.routes.items():
+        yield {"kind": "route", "turn": turn, "to": to}
     for turn, ids in held.uses.items():
         yield {"kind": "use", "turn": turn, "ids": list(ids)}
     for key in held.voted:

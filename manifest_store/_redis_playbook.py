@@ -106,6 +106,7 @@ class RedisPlaybookStore(LocalPlaybookStore):
                 held.playbook, held.lines = self.new_playbook(), 0
                 held.uses.clear()
                 held.voted.clear()
+                held.routes.clear()
             lines = self._client.lrange(f"{self._prefix}playbook:{channel}", held.lines, -1)
         if not lines:
             return

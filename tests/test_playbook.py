@@ -417,3 +417,19 @@ def test_the_embedding_setting_is_checked_and_used_by_replay(
                       ("tests.word_vectors:missing", "has no function missing")):  # fmt: skip
         assert main(["replay", fixture, "--playbook-embed", bad]) == 2
         assert said in capsys.readouterr().err
+
+
+def test_a_vote_on_a_pane_answer_reaches_the_viewed_channels_playbook_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    # The pane answered in Sam's DM from #ops's playbook; the vote arrives on the DM's turn.
+    dm, turn = "D0SAMDM001", "D0SAMDM001:1781020900.000100"
+    store = LocalPlaybookStore(tmp_path)
+    store.apply(CHANNEL, [add(0, 0, 1)], now=1.0)
+    store.record_use(CHANNEL, turn, ["owners-00001"], answered_in=dm)
+    store.close()
+    again = LocalPlaybookStore(tmp_path)  # a restart: nothing in memory
+    assert again.vote(dm, turn, "U01SAMLEE0", helpful=True, now=2.0) == ["owners-00001"]
+    assert again.bullets(CHANNEL)[0].state == "verified" and again.bullets(dm) == []
+    assert again.vote(dm, turn, "U01SAMLEE0", helpful=True, now=3.0) == []  # once
+    again.close()

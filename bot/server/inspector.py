@@ -120,7 +120,11 @@ def inspector_routes(
         known = playbooks.channels() if playbooks is not None else []
         channel = request.query_params.get("channel")
         if channel is None:
-            shown = [c for c in known if grant == "*" or c in grant]
+            shown = [
+                c
+                for c in known
+                if (grant == "*" or c in grant) and playbooks and playbooks.bullets(c)
+            ]
             return JSONResponse(
                 {"channels": [{"id": c, "name": engine.names.channels.get(c, c)} for c in shown]}
             )
