@@ -172,7 +172,8 @@ def _scored_extras(
     corpus = [terms(b.text) or ["\x00"] for b, _ in found] + [
         terms(e.text) or ["\x00"] for e in extra
     ]
-    scores = BM25Okapi(corpus).get_scores(terms(query)) if terms(query) else [0.0] * len(corpus)
+    asked = terms(query)
+    scores = BM25Okapi(corpus).get_scores(asked) if asked else [0.0] * len(corpus)
     best = max((float(v) for v in scores), default=0.0)
     out: list[tuple[_Block, float, bool]] = []
     for block, score in zip(extra, scores[len(found) :], strict=True):

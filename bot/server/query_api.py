@@ -112,7 +112,6 @@ def run_query(
         fmt=body.format,
         type_filters=body.type_filters,
         thread_of=lambda root_ts: engine.cached_thread(channel, root_ts),
-        timeout_ms=body.timeout_ms,
         pinned=engine.pinned(channel),
         extra=extra,
         should_stop=stop,

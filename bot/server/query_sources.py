@@ -61,7 +61,6 @@ class QuerySources:
         self._failed: TTLCache[str, bool] = TTLCache(maxsize=10_000, ttl=_FAILED_FOR)
         self._recipes: TTLCache[str, list[ExtraBlock]] = TTLCache(maxsize=1_000, ttl=_RECIPE_FOR)
         self._lock = threading.Lock()
-        self.downloads = 0  # files downloaded (the tests and the bench read it)
 
     @property
     def playbook_store(self) -> PlaybookStore | None:
@@ -185,7 +184,6 @@ class QuerySources:
         assert self._media is not None
         fetched = self._media.fetch(ref)
         with self._lock:
-            self.downloads += 1
             if not isinstance(fetched, FetchedMedia) or fetched.kind != "text":
                 self._failed[key] = True
                 return None
