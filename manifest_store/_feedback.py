@@ -3,9 +3,13 @@
 One append-only JSONL file in the data dir (``feedback.jsonl``, each line fsynced): ``answer``
 lines tie a posted message (channel, ts) to the turn that produced it, ``vote`` lines record a
 person's reaction on one of those messages, or a click on its feedback buttons (the other
-button's earlier click is taken back: a person holds one button verdict per answer). The playbook (seeds 002/004) reads the votes of a
-turn to credit or blame what was in its context. A damaged line is skipped with one warning
-naming the file and line, as in the turn journal.
+button's earlier click is taken back: a person holds one button verdict per answer). The
+playbook (seeds 002/004) reads the votes of a turn to credit or blame what was in its context.
+A damaged line is skipped with one warning naming the file and line, as in the turn journal.
+
+The store remembers the newest 50,000 answers and the votes of the newest 50,000 voted turns;
+when the file holds four times more lines than that state needs, it is rewritten to just that
+state (atomically), so a bot that runs for years keeps a file of bounded size.
 """
 
 from __future__ import annotations
@@ -21,12 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, TextIO
 
+from chanctx.manifest_store._jsonl import line_of, rewrite_atomically
+
 __all__ = ["FEEDBACK_FILE", "HARMFUL", "HELPFUL", "FeedbackStore", "Vote", "verdict_of"]
 
 logger = logging.getLogger("chanctx.feedback")
 
 FEEDBACK_FILE: Final = "feedback.jsonl"
 _MAX_ANSWERS: Final = 50_000  # posted answers remembered for reactions (oldest forgotten)
+_MIN_LINES_TO_COMPACT: Final = 256  # below this a rewrite saves too little to be worth it
 
 # Reactions that say an answer helped or did not (Slack's names, skin tones stripped).
 HELPFUL: Final = frozenset({"+1", "thumbsup", "white_check_mark", "heavy_check_mark", "tada"})
@@ -67,15 +74,19 @@ class FeedbackStore:
         clock: Callable[[], float] = time.time,
         helpful: frozenset[str] = HELPFUL,
         harmful: frozenset[str] = HARMFUL,
+        max_answers: int = _MAX_ANSWERS,
     ) -> None:
-        """``helpful`` / ``harmful``: the reaction names that say so (the operator's choice)."""
+        """``helpful`` / ``harmful``: the reaction names that say so (the operator's choice);
+        ``max_answers``: how many posted answers, and voted turns, are remembered."""
         self.path = data_dir / FEEDBACK_FILE if data_dir is not None else None
         self._clock = clock
+        self._max_answers = max_answers
         self._helpful, self._harmful = helpful, harmful
         self._lock = threading.Lock()
         self._answers: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._votes: OrderedDict[str, list[Vote]] = OrderedDict()
         self._handle: TextIO | None = None
+        self._lines = 0  # lines in the file, to know when most of them are stale
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             torn = False
@@ -165,7 +176,7 @@ class FeedbackStore:
     def _remember(self, channel: str, ts: str, turn: str) -> None:
         self._answers[(channel, ts)] = turn
         self._answers.move_to_end((channel, ts))
-        while len(self._answers) > _MAX_ANSWERS:
+        while len(self._answers) > self._max_answers:
             self._answers.popitem(last=False)
 
     def _held_buttons(self, turn: str, user: str) -> set[Verdict]:
@@ -178,19 +189,43 @@ class FeedbackStore:
     def _apply_vote(self, vote: Vote) -> None:
         self._votes.setdefault(vote.turn, []).append(vote)
         self._votes.move_to_end(vote.turn)
-        while len(self._votes) > _MAX_ANSWERS:  # memory stays bounded; the file keeps all
+        while len(self._votes) > self._max_answers:  # memory and the file stay bounded
             self._votes.popitem(last=False)
 
     def _write(self, entry: dict[str, Any]) -> None:
         if self._handle is None:
             return
-        self._handle.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+        self._handle.write(line_of(entry))
         self._handle.flush()
         os.fsync(self._handle.fileno())
+        self._lines += 1
+        if self._lines > 4 * max(self._live_lines(), _MIN_LINES_TO_COMPACT):
+            self._compact()
+
+    def _live_lines(self) -> int:
+        return len(self._answers) + sum(map(len, self._votes.values()))
+
+    def _state_lines(self) -> list[dict[str, Any]]:
+        """What the store holds, in an order that loads back into the same state: answers
+        oldest first, then each remembered turn's votes in the order they were cast."""
+        entries: list[dict[str, Any]] = [
+            {"op": "answer", "channel": channel, "ts": ts, "turn": turn}
+            for (channel, ts), turn in self._answers.items()
+        ]
+        entries.extend({"op": "vote", **vote.__dict__} for votes in self._votes.values()
+                       for vote in votes)  # fmt: skip
+        return entries
+
+    def _compact(self) -> None:
+        assert self.path is not None and self._handle is not None
+        self._handle.close()
+        self._lines = rewrite_atomically(self.path, self._state_lines())
+        self._handle = self.path.open("a", encoding="utf-8")
 
     def _load(self, path: Path) -> None:
         with path.open("rb") as raw:
             for number, line in enumerate(raw, 1):
+                self._lines += 1
                 try:
                     entry = json.loads(line)
                     if entry["op"] == "answer":

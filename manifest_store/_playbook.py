@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol, TextIO
 
 from chanctx.context.playbook import Bullet, Delta, Playbook, Similarity
+from chanctx.manifest_store._jsonl import line_of, rewrite_atomically
 from pydantic import ValidationError
 
 __all__ = ["PLAYBOOK_DIR", "LocalPlaybookStore", "PlaybookStore"]
@@ -253,7 +254,7 @@ class LocalPlaybookStore:
             return
         if held.handle is None:
             held.handle = held.path.open("a", encoding="utf-8")
-        held.handle.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+        held.handle.write(line_of(entry))
         held.handle.flush()
         os.fsync(held.handle.fileno())
         held.lines += 1
@@ -263,24 +264,10 @@ class LocalPlaybookStore:
         if held.path is None:
             held.lines = 0
             return
-        entries = list(_state_lines(held))
-        temporary = held.path.with_suffix(".jsonl.tmp")
-        with temporary.open("w", encoding="utf-8") as out:
-            out.writelines(
-                json.dumps(e, sort_keys=True, ensure_ascii=False) + "\n" for e in entries
-            )
-            out.flush()
-            os.fsync(out.fileno())
         if held.handle is not None:
             held.handle.close()
             held.handle = None
-        os.replace(temporary, held.path)
-        directory = os.open(held.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
-        held.lines = len(entries)
+        held.lines = rewrite_atomically(held.path, _state_lines(held))
 
     def _load(self, held: _Channel) -> None:
         if held.path is None or not held.path.exists():

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
+from chanctx.manifest_store._jsonl import line_of, rewrite_atomically
+
 __all__ = ["OutboxEntry", "PendingTurn", "TurnJournal", "TurnStore"]
 
 logger = logging.getLogger("chanctx.turns")
@@ -224,7 +226,7 @@ class TurnJournal:
             self._lines += 1
             return
         try:
-            self._handle.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+            self._handle.write(line_of(entry))
             self._handle.flush()
             os.fsync(self._handle.fileno())
         except OSError:
@@ -259,23 +261,14 @@ class TurnJournal:
         if self.path is None or self._handle is None:
             self._lines = 0
             return
-        fresh = self.path.with_suffix(".tmp")
-        lines = 0
-        with fresh.open("w", encoding="utf-8") as out:
-            entries = [
-                *self._done_entries(),
-                *(e for t in sorted(self._turns.values(), key=lambda t: t.queued_at)
-                  for e in _entries_of(t)),
-            ]  # fmt: skip
-            for entry in entries:
-                out.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
-                lines += 1
-            out.flush()
-            os.fsync(out.fileno())
+        entries = [
+            *self._done_entries(),
+            *(e for t in sorted(self._turns.values(), key=lambda t: t.queued_at)
+              for e in _entries_of(t)),
+        ]  # fmt: skip
         self._handle.close()
-        os.replace(fresh, self.path)
+        self._lines = rewrite_atomically(self.path, entries)
         self._handle = self.path.open("a", encoding="utf-8")
-        self._lines = lines
 
     def _done_entries(self) -> list[dict[str, Any]]:
         """A done turn rewritten as what recognising a retry needs: its events, then done."""

@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -140,3 +145,59 @@ def test_a_click_that_names_no_answer_of_ours_or_is_malformed_counts_nothing(
         assert bot.dispatch(no_user).status == 200
         assert store.tally(turn) == {"helpful": 0, "harmful": 0}
         assert store.votes("C0OTHER:1.2") == []
+
+
+# --- a bot that runs for years: the file stays bounded, nothing remembered is lost -------------
+
+
+def test_the_file_is_compacted_to_what_is_remembered_and_reloads_the_same(tmp_path: Path) -> None:
+    store = FeedbackStore(tmp_path, max_answers=100)
+    for n in range(3_000):
+        store.record_answer(CHANNEL, f"1700000000.{n:06d}", f"{CHANNEL}:{n}")
+        store.record_reaction(CHANNEL, f"1700000000.{n:06d}", "U2", "+1", added=True)
+        store.record_click(CHANNEL, f"1700000000.{n:06d}", "U3", helpful=n % 2 == 0)
+    store.close()
+    lines = (tmp_path / FEEDBACK_FILE).read_text().splitlines()
+    # 9,000 lines were appended; 100 answers with 2 votes each are live; rewrites keep the
+    # file within four times the live lines (or the 256-line floor).
+    assert len(lines) <= 4 * 300 + 1
+    again = FeedbackStore(tmp_path, max_answers=100)
+    for n in range(2_900, 3_000):  # the newest 100 are all there, votes and all
+        assert again.turn_of(CHANNEL, f"1700000000.{n:06d}") == f"{CHANNEL}:{n}"
+        helpful = 2 if n % 2 == 0 else 1
+        assert again.tally(f"{CHANNEL}:{n}") == {"helpful": helpful, "harmful": n % 2}
+    assert again.turn_of(CHANNEL, "1700000000.000000") is None  # forgotten, as in memory
+    again.close()
+
+
+_FEEDBACK_WRITER = """
+import sys
+from pathlib import Path
+from chanctx.manifest_store import FeedbackStore
+store = FeedbackStore(Path(sys.argv[1]), max_answers=50)
+for n in range(1_000_000):
+    store.record_answer("C0TEAM", f"1700000000.{n:06d}", f"C0TEAM:{n}")
+    store.record_reaction("C0TEAM", f"1700000000.{n:06d}", "U2", "x", added=True)
+    print(n, flush=True)
+"""
+
+
+def test_a_kill_9_during_compactions_loses_no_remembered_vote(tmp_path: Path) -> None:
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _FEEDBACK_WRITER, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdout is not None
+    acknowledged = -1
+    deadline = time.monotonic() + 60
+    while acknowledged < 2_000 and time.monotonic() < deadline:  # dozens of rewrites by then
+        acknowledged = int(writer.stdout.readline())
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    writer.stdout.close()
+    assert acknowledged >= 2_000
+    store = FeedbackStore(tmp_path, max_answers=50)
+    for n in range(acknowledged - 49, acknowledged + 1):
+        assert store.tally(f"C0TEAM:{n}") == {"helpful": 0, "harmful": 1}, n
+    store.close()

@@ -15,8 +15,10 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 
+from chanctx.manifest_store._jsonl import line_of, rewrite_atomically
 from slack_bolt.context.assistant.thread_context import AssistantThreadContext
 from slack_bolt.context.assistant.thread_context_store.store import AssistantThreadContextStore
 
@@ -89,7 +91,7 @@ class AssistantThreads(AssistantThreadContextStore):
             return
         self._path.parent.mkdir(parents=True, exist_ok=True)
         with self._path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry, sort_keys=True) + "\n")
+            handle.write(line_of(entry))
             handle.flush()
             os.fsync(handle.fileno())
         self._lines += 1
@@ -99,22 +101,13 @@ class AssistantThreads(AssistantThreadContextStore):
     def _rewrite(self) -> None:
         """Keep only what is live: write a new file, then rename it over the old one."""
         assert self._path is not None
-        fresh = self._path.with_suffix(".tmp")
-        with fresh.open("w", encoding="utf-8") as handle:
-            for (channel_id, thread_ts), context in self._contexts.items():
-                row: dict[str, object] = {
-                    "channel_id": channel_id,
-                    "thread_ts": thread_ts,
-                    "context": context,
-                }
-                handle.write(json.dumps(row, sort_keys=True) + "\n")
-                if (channel_id, thread_ts) in self._titled:
-                    row = {"channel_id": channel_id, "thread_ts": thread_ts, "titled": True}
-                    handle.write(json.dumps(row, sort_keys=True) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(fresh, self._path)
-        self._lines = len(self._contexts) + len(self._titled)
+        self._lines = rewrite_atomically(self._path, self._live_rows())
+
+    def _live_rows(self) -> Iterator[dict[str, object]]:
+        for (channel_id, thread_ts), context in self._contexts.items():
+            yield {"channel_id": channel_id, "thread_ts": thread_ts, "context": context}
+            if (channel_id, thread_ts) in self._titled:
+                yield {"channel_id": channel_id, "thread_ts": thread_ts, "titled": True}
 
     def _load(self, path: Path) -> None:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
