@@ -20,6 +20,7 @@ from chanctx.bot.options import Options, SettingsError, context_settings, sessio
 from chanctx.bot.playbooks import ChannelPlaybooks, Curator, OfflineCurator
 from chanctx.bot.runtime import Runtime
 from chanctx.bot.server import build_asgi_app, run_server
+from chanctx.bot.server.api_access import ApiKeys
 from chanctx.bot.settings import RunSettings
 from chanctx.bot.shared.link import RedisLink
 from chanctx.bot.shared.replicas import Replicas
@@ -224,32 +225,40 @@ def serve(
 
 
 def _api_routes(runtime: Runtime, settings: RunSettings) -> list[BaseRoute]:
-    """The context query API, on when a keys file says who may read which channel; agent
-    profiles are kept in the data dir. Its file blocks are downloaded under the same rules as
-    Claude's media; its recipe blocks come from the same context.yaml."""
+    """The context query API, on when a keys file says who may read which channel."""
     keys_file = settings.options.api_keys
     if keys_file is None:
         return []
+    return api_routes(runtime, settings, load_api_keys(keys_file), settings.data_dir)
+
+
+def load_api_keys(path: Path) -> ApiKeys:
+    try:
+        return ApiKeys.load(path)
+    except ValueError as error:
+        raise SettingsError(f"--api-keys: {error}") from None
+
+
+def api_routes(
+    runtime: Runtime, settings: RunSettings, keys: ApiKeys, data_dir: Path
+) -> list[BaseRoute]:
+    """The query API's routes over ``runtime`` for ``keys``; agent profiles are kept in
+    ``data_dir`` (the team's own with --oauth). Its file blocks are downloaded under the same
+    rules as Claude's media; its recipe blocks come from the same context.yaml."""
     from chanctx.bot.server.profiles import ProfileStore
-    from chanctx.bot.server.query_api import ApiKeys, query_routes
+    from chanctx.bot.server.query_api import query_routes
     from chanctx.bot.server.query_sources import QuerySources
     from chanctx.bot.shared.profiles import RedisProfileStore
 
-    try:
-        keys = ApiKeys.load(keys_file)
-    except ValueError as error:
-        raise SettingsError(f"--api-keys: {error}") from None
     shared = shared_state(runtime)
     profiles = (
-        RedisProfileStore(shared.link.client, shared.team)
-        if shared
-        else ProfileStore(settings.data_dir)
+        RedisProfileStore(shared.link.client, shared.team) if shared else ProfileStore(data_dir)
     )
     home = Path(settings.home).resolve()
     sources = QuerySources(
         runtime.engine,
         recipe=RecipeRunner(load_recipe(home), home=home, cwd=Path.cwd()),
-        media=MediaFetcher(token=settings.bot_token, cache=MediaContentCache()),
+        media=MediaFetcher(token=runtime.client.token or "", cache=MediaContentCache()),
         playbooks=runtime.playbooks.store if runtime.playbooks else None,
     )
     return query_routes(

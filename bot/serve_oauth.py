@@ -5,8 +5,8 @@ person to Slack to pick a workspace and approve (state kept in ``<data>/oauth_st
 on the way back), ``GET /slack/oauth_redirect`` exchanges the code for the team's bot token and
 stores the installation. Each team is then served by its own runtime (bot/slack/workspaces.py).
 The installation store is a seam: slack_sdk's file store in ``<data>/installations`` unless one
-is given (a Redis store for replicas). The context query API stays single-workspace (it is not
-served here).
+is given (a Redis store for replicas). With ``--api-keys`` the context query API and the
+inspector are served too, each key bound to one workspace (bot/server/team_api.py).
 """
 
 from __future__ import annotations
@@ -17,9 +17,12 @@ import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from chanctx.bot.options import SettingsError
 from chanctx.bot.runtime import Runtime
-from chanctx.bot.serve import build_runtime
+from chanctx.bot.serve import api_routes, build_runtime, load_api_keys
 from chanctx.bot.server import build_asgi_app, run_server
+from chanctx.bot.server.api_access import ApiKeys
+from chanctx.bot.server.team_api import TeamApi
 from chanctx.bot.settings import SLACK_API, RunSettings
 from chanctx.bot.slack.app import build_oauth_app
 from chanctx.bot.slack.scopes import BOT_SCOPES
@@ -34,6 +37,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp
 
 __all__ = ["build_workspaces", "oauth_routes", "oauth_settings", "serve_oauth"]
 
@@ -98,6 +102,22 @@ def oauth_routes(app: App) -> list[BaseRoute]:
     ]
 
 
+def with_team_api(asgi: ASGIApp, settings: RunSettings, workspaces: Workspaces) -> ASGIApp:
+    """``asgi`` with the query API in front when a keys file is given (each key names its
+    workspace; a file with a key that names none is refused at start)."""
+    if settings.options.api_keys is None:
+        return asgi
+
+    def routes_of(team: str, runtime: Runtime, keys: ApiKeys) -> list[BaseRoute]:
+        return api_routes(runtime, settings, keys, workspaces.team_dir(team))
+
+    keys = load_api_keys(settings.options.api_keys)
+    try:
+        return TeamApi(asgi, keys, workspaces.runtime_for, routes_of)
+    except ValueError as error:
+        raise SettingsError(f"--api-keys: {error}") from None
+
+
 def _installations(settings: RunSettings) -> InstallationStore:
     """Where installations are kept: Redis when replicas share one (any replica serves any
     workspace), else files in the data dir."""
@@ -128,6 +148,16 @@ def serve_oauth(
         signing_secret=settings.signing_secret,
     )
     started = threading.Event()
+    asgi = with_team_api(  # a bad keys file stops the start here, before any team is resumed
+        build_asgi_app(
+            app,
+            signing_secret=settings.signing_secret,
+            ready=started.is_set,
+            extra_routes=oauth_routes(app),
+        ),
+        settings,
+        workspaces,
+    )
 
     def start() -> None:
         try:
@@ -137,12 +167,6 @@ def serve_oauth(
 
     threading.Thread(target=start, name="chanctx-workspaces", daemon=True).start()
     try:
-        asgi = build_asgi_app(
-            app,
-            signing_secret=settings.signing_secret,
-            ready=started.is_set,
-            extra_routes=oauth_routes(app),
-        )
         logger.info(
             "serving %d workspaces' events at http://%s:%d/slack/events, installs at %s",
             len(workspaces.teams()), settings.host, settings.port, "/slack/install",

@@ -151,7 +151,22 @@ def test_the_keys_file_is_checked_when_loaded(tmp_path: Path) -> None:
     keys = ApiKeys.load(good)
     assert keys.grant(READER) == [INCIDENTS] and keys.grant(ADMIN) == "*"
     assert keys.grant("guess") is None
-    for text in ("[]", "short: ['C1']\n", f"{READER}: 5\n", "{{{"):
+    bound = tmp_path / "bound.yaml"  # with --oauth, keys name their workspace
+    bound.write_text(f'{READER}: {{team: T0ACME0001, channels: ["{INCIDENTS}"]}}\n{ADMIN}: "*"\n')
+    keys = ApiKeys.load(bound)
+    assert keys.grant(READER) == [INCIDENTS] and keys.team(READER) == "T0ACME0001"
+    assert keys.team(ADMIN) is None and keys.unbound() == [ADMIN[:4] + "..."]
+    assert keys.of_team("T0ACME0001").grant(ADMIN) is None
+    assert keys.of_team("T0GLOBEX01").grant(READER) is None
+    for text in (
+        "[]",
+        "short: ['C1']\n",
+        f"{READER}: 5\n",
+        "{{{",
+        f"{READER}: {{team: acme, channels: '*'}}\n",  # not a team id
+        f"{READER}: {{team: T0ACME0001}}\n",  # no channels
+        f"{READER}: {{team: T0ACME0001, channels: '*', admin: true}}\n",  # an unknown field
+    ):
         bad = tmp_path / "bad.yaml"
         bad.write_text(text)
         with pytest.raises(ValueError, match=r"bad\.yaml"):

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-__all__ = ["inspector_routes", "turn_view"]
+__all__ = ["inspector_page_route", "inspector_routes", "turn_view"]
 
 _OUTPUT_CHARS = 2_000  # a tool output shown in the page, cut beyond this
 _CHANNEL_ID = re.compile(r"^[CDG][A-Z0-9]{2,20}$")  # as QueryBody takes them
@@ -89,17 +89,22 @@ def _budgets(result: TurnResult, engine: ContextEngine) -> dict[str, dict[str, i
     }
 
 
+def inspector_page_route() -> Route:
+    """The page itself: static, the same for every workspace; it reads with the key it asks."""
+    page = resources.files("chanctx.bot.server").joinpath("inspector.html").read_text("utf-8")
+
+    async def inspector(request: Request) -> Response:
+        return HTMLResponse(page)
+
+    return Route("/inspector", inspector, methods=["GET"])
+
+
 def inspector_routes(
     engine: ContextEngine,
     turns: Callable[[], Sequence[TurnResult]],
     grant_of: Callable[[Request], list[str] | str | None],
     playbooks: PlaybookStore | None = None,
 ) -> list[BaseRoute]:
-    page = resources.files("chanctx.bot.server").joinpath("inspector.html").read_text("utf-8")
-
-    async def inspector(request: Request) -> Response:
-        return HTMLResponse(page)
-
     async def recent(request: Request) -> Response:
         grant = grant_of(request)
         if grant is None:
@@ -143,7 +148,7 @@ def inspector_routes(
         return JSONResponse({"channel": channel, "bullets": bullets_json(playbooks, channel)})
 
     return [
-        Route("/inspector", inspector, methods=["GET"]),
+        inspector_page_route(),
         Route("/api/turns", recent, methods=["GET"]),
         Route("/api/playbook", playbook, methods=["GET"]),
     ]

@@ -12,6 +12,7 @@ from typing import Final, Self
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.types import ASGIApp
 
 __all__ = ["BackgroundServer", "run_server", "server_config"]
 
@@ -21,7 +22,7 @@ GRACEFUL: Final = 8  # seconds in-flight requests get after SIGTERM (exit within
 MAX_CONNECTIONS: Final = 1000  # beyond this, 503 at once instead of queueing without bound
 
 
-def server_config(app: Starlette, host: str, port: int) -> uvicorn.Config:
+def server_config(app: ASGIApp, host: str, port: int) -> uvicorn.Config:
     return uvicorn.Config(
         app,
         host=host,
@@ -38,7 +39,7 @@ def server_config(app: Starlette, host: str, port: int) -> uvicorn.Config:
     )
 
 
-def run_server(app: Starlette, host: str, port: int) -> None:
+def run_server(app: ASGIApp, host: str, port: int) -> None:
     """Serve until SIGTERM / SIGINT; uvicorn stops accepting and finishes in-flight requests.
 
     uvicorn hands the signal back to the handler it found once it has stopped; a quiet one here
