@@ -13,25 +13,36 @@ a failed call loses nothing: the unanswered question reaches the next turn as th
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Literal
 
 import anthropic
 from cachetools import LRUCache
 from chanctx.bot.channel_view import EngineView
 from chanctx.bot.claude.answers import Answer, SentBlock, ToolCall, Turn
+from chanctx.bot.claude.conversation import (
+    CONTEXT_BLOCK_HEAD,
+    CUT_OFF,
+    CUT_OFF_EMPTY,
+    EMPTY_ANSWER,
+    LAST_SEEN,
+    THREAD_PREFIX,
+    final_text,
+    last_answer,
+    last_turns,
+    package_end,
+    with_breakpoints,
+)
 from chanctx.bot.claude.prompt import CONTEXT_HEADER, system_prompt
 from chanctx.bot.claude.recipe_runner import RecipeRunner
 from chanctx.bot.claude.request_fit import estimate_tokens, fit_request
 from chanctx.bot.claude.request_rules import NO_ANSWER, check_request, repaired
 from chanctx.bot.claude.scratchpad import (
-    DEFAULT_THRESHOLD,
     SCRATCHPAD_READ,
     SCRATCHPAD_TOOL,
     Scratchpad,
@@ -43,8 +54,16 @@ from chanctx.bot.claude.session_media import (
     MediaSource,
     thread_media,
 )
+from chanctx.bot.claude.session_state import (
+    DEFAULT_MODEL,
+    SessionSettings,
+    SessionState,
+    ToolLoop,
+    add_usage,
+    held_in_package,
+)
 from chanctx.bot.engine import BuiltContext, ContextEngine
-from chanctx.bot.playbooks import PLAYBOOK_PREFIX, ChannelPlaybooks
+from chanctx.bot.playbooks import ChannelPlaybooks
 from chanctx.context import (
     ChanctxError,
     Fitted,
@@ -57,7 +76,6 @@ from chanctx.context import (
 )
 from chanctx.context.recipe import DEFAULT_PLAYBOOK_BUDGET
 from chanctx.manifest_store import (
-    AppendLog,
     AttachmentManifest,
     CompactionEntry,
     CustomEntry,
@@ -77,185 +95,14 @@ __all__ = ["DEFAULT_MODEL", "ClaudeResponder", "SessionSettings"]
 
 logger = logging.getLogger("chanctx.session")
 
-DEFAULT_MODEL = "claude-sonnet-5"
 # Slack threads are answered minutes to hours apart: with the default 5-minute lifetime the
 # conversation would be rewritten to the cache almost every turn, so the hour is the default.
 _CACHE_TTLS = ("5m", "1h")
-_THREAD_PREFIX = "ThreadContext (JSON):\n"
-_LAST_SEEN = "chanctx:last-seen"
 _ATTACHED = "chanctx:context-attached"
 _RECIPE = "chanctx:recipe"
 # What the attached package holds (messages in full, playbook bullets): a session resumed after
 # a restart, or on another replica, needs them as the one that attached it did.
 _PACKAGE = "chanctx:package"
-
-
-@dataclass(frozen=True)
-class SessionSettings:
-    model: str = DEFAULT_MODEL
-    max_tokens: int = 2_048
-    max_tool_iterations: int = 6
-    context_window: int = 200_000
-    compaction: Literal["trim", "summarize", "off"] = "trim"
-    compaction_threshold: float = 0.8
-    keep_turns: int = 3
-    tool_output_budget: int = 4_000
-    cache_ttl: Literal["5m", "1h"] = "1h"
-    # Media is opt-in (seed 003): with it on, the current thread's files are attached inline.
-    # Claude can always ask for one file with channel_messages(media_artifact_id=...).
-    attach_media: bool = False
-    deadline_seconds: float = 120.0  # the whole turn with Claude, tool rounds included
-    slack_fetches_per_turn: int = 3  # Slack fetches the tools may make for one answer
-    # Seed 004's distraction guard: a longer output of these tools goes to the scratchpad.
-    scratchpad_threshold: int = DEFAULT_THRESHOLD
-    scratchpad_tools: tuple[str, ...] = ("channel_messages",)
-
-
-@dataclass
-class _Session:
-    key: SessionKey
-    log: AppendLog
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    turn: int = 0
-    context_attached: bool = False
-    last_seen_ts: str | None = None
-    # The recipe's part of the system prompt, fixed when the context is attached: reloading it
-    # every turn would re-run commands and throw the prompt cache away.
-    recipe_texts: list[str] | None = None
-    keep_turns: int | None = None  # the recipe's journal max_iterations, if any
-    manifest: AttachmentManifest = field(default_factory=AttachmentManifest)
-    reattach_media: bool = False  # a compaction happened: re-send this thread's media once
-    # The last question answered in this thread and the answer (anchor ts, text): a turn
-    # recovered after a crash between logging the answer and queueing its post gets it again
-    # from here instead of asking Claude twice.
-    last_answer: tuple[str, str] | None = None
-    # The playbook bullets attached with the context (their ids): people's verdicts on this
-    # thread's answers count for them (kept in the log with the package).
-    playbook_ids: list[str] = field(default_factory=list)
-    scratchpad: Scratchpad | None = None  # made with the session's first bulky tool output
-    # Messages the attached context package holds in full: search names them by ts only.
-    held: frozenset[str] = frozenset()
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-def _held(context: BuiltContext, fitted: Fitted | None) -> frozenset[str]:
-    """The ts of the messages the package gives in full: the thread as attached, and the
-    snapshot's messages whose snippet is their whole text (a cut one ends with "...": a
-    message that really ends so is shown again, which costs a row, not an answer)."""
-    held: set[str] = set()
-    if fitted is None or fitted.snapshot_budget is not None:
-        held.update(
-            a.message_id for a in context.snapshot.adjacent if not a.snippet.endswith("...")
-        )
-    thread = context.thread
-    if (fitted is None or fitted.thread_budget is not None) and thread is not None:
-        held.add(thread.root.message_id)
-        held.update(r.message_id for r in thread.replies if not r.is_truncated)
-    return frozenset(held)
-
-
-@dataclass
-class _Loop:
-    """One turn's exchange with Claude: the new messages, tool calls and summed usage."""
-
-    messages: list[dict[str, Any]]
-    calls: list[ToolCall] = field(default_factory=list)
-    usage: dict[str, int] = field(default_factory=dict)
-    last_usage: Any = None
-    manifest_changed: bool = False
-    stop_reason: str | None = None
-
-
-def _usage_sum(total: dict[str, int], usage: Any) -> None:
-    for name in (
-        "input_tokens",
-        "output_tokens",
-        "cache_creation_input_tokens",
-        "cache_read_input_tokens",
-    ):
-        total[name] = total.get(name, 0) + int(getattr(usage, name, 0) or 0)
-    total["requests"] = total.get("requests", 0) + 1
-
-
-def _with_breakpoints(
-    messages: list[dict[str, Any]], marker: dict[str, str]
-) -> list[dict[str, Any]]:
-    """Copies of ``messages`` with cache breakpoints: the end of the context package, and the
-    end of the conversation so far. Stored messages never carry markers (at most 4 per request)."""
-    marked = copy.deepcopy(messages)
-    package = next((m for m in marked if m["role"] == "user" and _package_end(m) is not None), None)
-    if package is not None:
-        index = _package_end(package)
-        assert index is not None
-        package["content"][index]["cache_control"] = marker
-    last = marked[-1]["content"]
-    if isinstance(last, list) and last:
-        last[-1]["cache_control"] = marker
-    return marked
-
-
-def _package_end(message: dict[str, Any]) -> int | None:
-    content = message.get("content")
-    if not isinstance(content, list):
-        return None
-    found = None
-    for index, block in enumerate(content):
-        text = block.get("text", "") if block.get("type") == "text" else ""
-        if text.startswith((CONTEXT_HEADER, _THREAD_PREFIX, PLAYBOOK_PREFIX)):
-            found = index
-    return found
-
-
-CONTEXT_BLOCK_HEAD = "# Context Block: "
-_EMPTY_ANSWER = (
-    "_I could not produce an answer this time (the model returned an empty reply). "
-    "Please ask again, perhaps more specifically._"
-)
-_CUT_OFF_EMPTY = (
-    "_I ran out of room before I could answer (the output limit was reached while I was "
-    "looking something up). Please ask again, perhaps about a narrower part._"
-)
-_CUT_OFF = "\n\n_(This answer was cut off at the output limit of {limit:,} tokens.)_"
-
-
-def _is_question(message: dict[str, Any]) -> bool:
-    """A user message that opens a turn (not one that only carries tool results)."""
-    content = message.get("content")
-    if message.get("role") != "user":
-        return False
-    if not isinstance(content, list):
-        return True
-    return not any(b.get("type") == "tool_result" for b in content)
-
-
-def _last_turns(messages: list[dict[str, Any]], keep: int | None) -> list[dict[str, Any]]:
-    """The last ``keep`` turns of a conversation (a recipe journal's ``max_iterations``);
-    all of it when ``keep`` is None."""
-    if not keep:
-        return messages
-    starts = [i for i, m in enumerate(messages) if _is_question(m)]
-    if len(starts) <= keep:
-        return messages
-    return messages[starts[-keep] :]
-
-
-def _final_text(message: dict[str, Any]) -> str:
-    content = message["content"]
-    if isinstance(content, str):
-        return content.strip()
-    return "\n".join(b["text"] for b in content if b.get("type") == "text").strip()
-
-
-def _last_answer(entries: list[Entry]) -> tuple[str, str] | None:
-    """The last question this log says was answered, and the answer's text."""
-    found: tuple[str, str] | None = None
-    text = ""
-    for entry in entries:
-        if isinstance(entry, MessageEntry) and entry.role == "assistant":
-            text = _final_text({"content": entry.content})
-        elif isinstance(entry, CustomEntry) and entry.custom_type == _LAST_SEEN:
-            found = (str(entry.data.get("ts")), text)
-    return found
 
 
 _MAX_SESSIONS = 256  # active threads; an evicted session resumes from its log
@@ -297,7 +144,7 @@ class ClaudeResponder:
         self.counter = counter or default_counter(self.settings.model)
         self.clock = clock
         # The sessions of recently active threads; an evicted one resumes from its log.
-        self._sessions: LRUCache[SessionKey, _Session] = LRUCache(maxsize=_MAX_SESSIONS)
+        self._sessions: LRUCache[SessionKey, SessionState] = LRUCache(maxsize=_MAX_SESSIONS)
         self._guard = threading.Lock()
 
     @property
@@ -317,14 +164,14 @@ class ClaudeResponder:
         with held.lock:  # an answer running in that thread finishes first
             return self.store.forget(key) or True
 
-    def _session(self, turn: Turn) -> _Session:
+    def _session(self, turn: Turn) -> SessionState:
         key = SessionKey(team=self.team, channel=turn.channel, thread_ts=turn.thread_ts)
         with self._guard:
             held = self._sessions.get(key)
             # Replicas: another one may have answered in this thread since; its log says so.
             if held is not None and not held.log.changed_elsewhere():
                 return held
-            session = _Session(key=key, log=self.store.open(key))
+            session = SessionState(key=key, log=self.store.open(key))
             entries = session.log.entries()
             if entries:  # a restarted bot resumes where the log ends
                 self._load(session, entries)
@@ -342,13 +189,13 @@ class ClaudeResponder:
             self._sessions[key] = session
             return session
 
-    def _load(self, session: _Session, entries: list[Entry]) -> None:
+    def _load(self, session: SessionState, entries: list[Entry]) -> None:
         state = rebuild(entries)
-        session.last_answer = _last_answer(entries)
+        session.last_answer = last_answer(entries)
         session.messages = repaired(state.messages)  # a log from before the repair, too
         session.turn = state.turn
         session.context_attached = state.context_attached_turn is not None
-        session.last_seen_ts = (state.custom.get(_LAST_SEEN) or {}).get("ts")
+        session.last_seen_ts = (state.custom.get(LAST_SEEN) or {}).get("ts")
         recipe = state.custom.get(_RECIPE)
         session.recipe_texts = (
             list(recipe["texts"]) if recipe and session.context_attached else None
@@ -376,19 +223,19 @@ class ClaudeResponder:
         finally:
             _DEADLINE.reset(token)
 
-    def _respond(self, session: _Session, turn: Turn, context: BuiltContext) -> Answer:
+    def _respond(self, session: SessionState, turn: Turn, context: BuiltContext) -> Answer:
         if session.last_answer is not None and session.last_answer[0] == turn.anchor_ts:
             # Answered and logged, then the process died before the answer was queued to
             # post: the same answer again, without a second request or a second log entry.
             text = session.last_answer[1]
-            return Answer(text=_EMPTY_ANSWER if text in ("", NO_ANSWER) else text)
+            return Answer(text=EMPTY_ANSWER if text in ("", NO_ANSWER) else text)
         fitted = self._load_recipe(session, turn)
         system = self._system(session)
-        past = _last_turns(session.messages, session.keep_turns)
+        past = last_turns(session.messages, session.keep_turns)
         # The recipe's journal keeps the last N turns; once the turn carrying the context
         # package slides out of them, this turn carries a fresh one.
         slid_out = session.context_attached and not any(
-            m["role"] == "user" and _package_end(m) is not None for m in past
+            m["role"] == "user" and package_end(m) is not None for m in past
         )
         attaching = not session.context_attached or slid_out
         blocks: list[dict[str, Any]] = []
@@ -399,7 +246,7 @@ class ClaudeResponder:
             context = self._fresh_context(turn, context, fitted)
             package = self._package(context, fitted)
             blocks += package
-            session.held = _held(context, fitted)
+            session.held = held_in_package(context, fitted)
             sent += [
                 SentBlock(kind, kind, self.counter.count(b["text"]))
                 for kind, b in zip(("snapshot", "thread"), package, strict=False)
@@ -437,11 +284,11 @@ class ClaudeResponder:
         # An empty end_turn, or a max_tokens stop inside a tool_use, leaves messages no later
         # request may carry: they are repaired before they are kept, and the user is told.
         loop.messages = repaired(loop.messages)
-        text = _final_text(loop.messages[-1])
+        text = final_text(loop.messages[-1])
         if text == NO_ANSWER:
-            text = _EMPTY_ANSWER if loop.stop_reason != "max_tokens" else _CUT_OFF_EMPTY
+            text = EMPTY_ANSWER if loop.stop_reason != "max_tokens" else CUT_OFF_EMPTY
         elif loop.stop_reason == "max_tokens":
-            text += _CUT_OFF.format(limit=self.settings.max_tokens)
+            text += CUT_OFF.format(limit=self.settings.max_tokens)
         self._finish(session, turn, loop, attaching=attaching, recipe_loaded=fitted is not None)
         return Answer(
             text=text,
@@ -453,7 +300,7 @@ class ClaudeResponder:
             playbook_ids=list(session.playbook_ids),
         )
 
-    def _playbook(self, session: _Session, turn: Turn, fitted: Fitted | None) -> str:
+    def _playbook(self, session: SessionState, turn: Turn, fitted: Fitted | None) -> str:
         """The channel's playbook within the recipe's budget (the default one without a
         recipe), attached with the context; its bullet ids are kept for feedback."""
         budget = DEFAULT_PLAYBOOK_BUDGET if fitted is None else fitted.playbook_budget
@@ -475,7 +322,7 @@ class ClaudeResponder:
             "recipe": recipe,
         }
 
-    def _load_recipe(self, session: _Session, turn: Turn) -> Fitted | None:
+    def _load_recipe(self, session: SessionState, turn: Turn) -> Fitted | None:
         """Read the recipe when the context is (re-)attached, not on every turn."""
         if self.recipe is None or (session.context_attached and session.recipe_texts is not None):
             return None
@@ -492,7 +339,7 @@ class ClaudeResponder:
             session.messages, session.context_attached = [], False
         return fitted
 
-    def _system(self, session: _Session) -> list[dict[str, Any]]:
+    def _system(self, session: SessionState) -> list[dict[str, Any]]:
         system: list[dict[str, Any]] = [
             {"type": "text", "text": system_prompt(bot_user=self.engine.me.user_id)}
         ]
@@ -500,7 +347,7 @@ class ClaudeResponder:
         system[-1]["cache_control"] = self._cache_marker
         return system
 
-    def _media_blocks(self, session: _Session, turn: Turn, *, attaching: bool) -> Attached:
+    def _media_blocks(self, session: SessionState, turn: Turn, *, attaching: bool) -> Attached:
         """The thread's media for this turn: re-attached after a compaction, else (opt-in) new."""
         if self.media is None or not (session.reattach_media or self.settings.attach_media):
             return Attached(blocks=[])
@@ -516,11 +363,11 @@ class ClaudeResponder:
 
     def _tool_result(
         self,
-        session: _Session,
+        session: SessionState,
         turn: Turn,
         call: Any,
         outcome: ToolResult,
-        loop: _Loop,
+        loop: ToolLoop,
     ) -> dict[str, Any]:
         """A tool result; a media request that succeeded also carries the file itself."""
         block = outcome.as_block(call.id)
@@ -539,11 +386,11 @@ class ClaudeResponder:
 
     def _tool_loop(
         self,
-        session: _Session,
+        session: SessionState,
         turn: Turn,
         system: list[dict[str, Any]],
         history: list[dict[str, Any]],
-    ) -> _Loop:
+    ) -> ToolLoop:
         """Ask Claude, run the tools it calls, until it answers or the rounds run out."""
         tools = ChannelTools(
             EngineView(
@@ -560,7 +407,7 @@ class ClaudeResponder:
         )
         definitions = [*tools.definitions(), SCRATCHPAD_TOOL]
         definitions[-1] = {**definitions[-1], "cache_control": self._cache_marker}
-        loop = _Loop(messages=[history[-1]])
+        loop = ToolLoop(messages=[history[-1]])
         request_messages = list(history)
         for iteration in range(self.settings.max_tool_iterations + 1):
             last_round = iteration == self.settings.max_tool_iterations
@@ -569,7 +416,7 @@ class ClaudeResponder:
                 "max_tokens": self.settings.max_tokens,
                 "system": system,
                 "tools": definitions,
-                "messages": _with_breakpoints(request_messages, self._cache_marker),
+                "messages": with_breakpoints(request_messages, self._cache_marker),
             }
             if last_round:  # after the last allowed round of tools, ask for the answer itself
                 request["tool_choice"] = {"type": "none"}
@@ -581,7 +428,7 @@ class ClaudeResponder:
             if left_out:
                 logger.info("left %d attachments out of a request: %s", len(left_out), left_out)
             response = self._create(request)
-            _usage_sum(loop.usage, response.usage)
+            add_usage(loop.usage, response.usage)
             loop.last_usage, loop.stop_reason = response.usage, response.stop_reason
             assistant = {
                 "role": "assistant",
@@ -605,7 +452,7 @@ class ClaudeResponder:
         return loop
 
     def _run_tool(
-        self, session: _Session, tools: ChannelTools, name: str, tool_input: object
+        self, session: SessionState, tools: ChannelTools, name: str, tool_input: object
     ) -> ToolResult:
         """A channel tool's result, bulky ones set aside in the scratchpad; or a page of it."""
         if session.scratchpad is None:
@@ -620,7 +467,13 @@ class ClaudeResponder:
         return ToolResult(session.scratchpad.set_aside(name, outcome.content))
 
     def _finish(
-        self, session: _Session, turn: Turn, loop: _Loop, *, attaching: bool, recipe_loaded: bool
+        self,
+        session: SessionState,
+        turn: Turn,
+        loop: ToolLoop,
+        *,
+        attaching: bool,
+        recipe_loaded: bool,
     ) -> None:
         """Log the turn (only now that it succeeded), then compact if the window is filling."""
         self._commit(session, turn, loop.messages, attaching, loop.usage)
@@ -704,10 +557,10 @@ class ClaudeResponder:
             }
         ]
         if with_thread and context.thread is not None:
-            blocks.append({"type": "text", "text": _THREAD_PREFIX + wire_json(context.thread)})
+            blocks.append({"type": "text", "text": THREAD_PREFIX + wire_json(context.thread)})
         return blocks
 
-    def _delta(self, turn: Turn, session: _Session) -> list[dict[str, Any]]:
+    def _delta(self, turn: Turn, session: SessionState) -> list[dict[str, Any]]:
         """The replies others posted in this thread since our last turn, one line each."""
         newer = [
             m
@@ -742,7 +595,7 @@ class ClaudeResponder:
 
     def _commit(
         self,
-        session: _Session,
+        session: SessionState,
         turn: Turn,
         messages: list[dict[str, Any]],
         attached: bool,
@@ -762,14 +615,14 @@ class ClaudeResponder:
             )
         if attached:
             session.log.append(CustomEntry(at=now, custom_type=_ATTACHED, data={"turn": number}))
-        session.log.append(CustomEntry(at=now, custom_type=_LAST_SEEN, data={"ts": turn.anchor_ts}))
+        session.log.append(CustomEntry(at=now, custom_type=LAST_SEEN, data={"ts": turn.anchor_ts}))
         session.messages.extend(messages)
         session.turn = number
         session.context_attached = True
         session.last_seen_ts = turn.anchor_ts
-        session.last_answer = (turn.anchor_ts, _final_text(messages[-1]))
+        session.last_answer = (turn.anchor_ts, final_text(messages[-1]))
 
-    def _maybe_compact(self, session: _Session, last_usage: Any) -> None:
+    def _maybe_compact(self, session: SessionState, last_usage: Any) -> None:
         if last_usage is None:
             return
         size = sum(
@@ -783,7 +636,7 @@ class ClaudeResponder:
         )
         self._compact(session, size)
 
-    def _compact(self, session: _Session, size: int) -> bool:
+    def _compact(self, session: SessionState, size: int) -> bool:
         """Fold old turns into a digest if ``size`` tokens reach the threshold; True if done."""
         if self.settings.compaction == "off" or not needs_compaction(
             size, self.settings.context_window, self.settings.compaction_threshold

@@ -1,0 +1,114 @@
+"""The shape of a session's conversation: where its cache breakpoints go, which messages open a
+turn, what the last answer was, and the notes sent when Claude's answer is empty or cut off.
+
+Pure functions over Messages API message dicts (and the session log's entries), kept apart from
+the session so each can be read and tested alone.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from chanctx.bot.claude.prompt import CONTEXT_HEADER
+from chanctx.bot.playbooks import PLAYBOOK_PREFIX
+from chanctx.manifest_store import CustomEntry, Entry, MessageEntry
+
+__all__ = [
+    "CONTEXT_BLOCK_HEAD",
+    "CUT_OFF",
+    "CUT_OFF_EMPTY",
+    "EMPTY_ANSWER",
+    "LAST_SEEN",
+    "THREAD_PREFIX",
+    "final_text",
+    "is_question",
+    "last_answer",
+    "last_turns",
+    "package_end",
+    "with_breakpoints",
+]
+
+THREAD_PREFIX = "ThreadContext (JSON):\n"
+LAST_SEEN = "chanctx:last-seen"
+
+
+def with_breakpoints(
+    messages: list[dict[str, Any]], marker: dict[str, str]
+) -> list[dict[str, Any]]:
+    """Copies of ``messages`` with cache breakpoints: the end of the context package, and the
+    end of the conversation so far. Stored messages never carry markers (at most 4 per request)."""
+    marked = copy.deepcopy(messages)
+    package = next((m for m in marked if m["role"] == "user" and package_end(m) is not None), None)
+    if package is not None:
+        index = package_end(package)
+        assert index is not None
+        package["content"][index]["cache_control"] = marker
+    last = marked[-1]["content"]
+    if isinstance(last, list) and last:
+        last[-1]["cache_control"] = marker
+    return marked
+
+
+def package_end(message: dict[str, Any]) -> int | None:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return None
+    found = None
+    for index, block in enumerate(content):
+        text = block.get("text", "") if block.get("type") == "text" else ""
+        if text.startswith((CONTEXT_HEADER, THREAD_PREFIX, PLAYBOOK_PREFIX)):
+            found = index
+    return found
+
+
+CONTEXT_BLOCK_HEAD = "# Context Block: "
+EMPTY_ANSWER = (
+    "_I could not produce an answer this time (the model returned an empty reply). "
+    "Please ask again, perhaps more specifically._"
+)
+CUT_OFF_EMPTY = (
+    "_I ran out of room before I could answer (the output limit was reached while I was "
+    "looking something up). Please ask again, perhaps about a narrower part._"
+)
+CUT_OFF = "\n\n_(This answer was cut off at the output limit of {limit:,} tokens.)_"
+
+
+def is_question(message: dict[str, Any]) -> bool:
+    """A user message that opens a turn (not one that only carries tool results)."""
+    content = message.get("content")
+    if message.get("role") != "user":
+        return False
+    if not isinstance(content, list):
+        return True
+    return not any(b.get("type") == "tool_result" for b in content)
+
+
+def last_turns(messages: list[dict[str, Any]], keep: int | None) -> list[dict[str, Any]]:
+    """The last ``keep`` turns of a conversation (a recipe journal's ``max_iterations``);
+    all of it when ``keep`` is None."""
+    if not keep:
+        return messages
+    starts = [i for i, m in enumerate(messages) if is_question(m)]
+    if len(starts) <= keep:
+        return messages
+    return messages[starts[-keep] :]
+
+
+def final_text(message: dict[str, Any]) -> str:
+    content = message["content"]
+    if isinstance(content, str):
+        return content.strip()
+    return "\n".join(b["text"] for b in content if b.get("type") == "text").strip()
+
+
+def last_answer(entries: list[Entry]) -> tuple[str, str] | None:
+    """The last question this log says was answered, and the answer's text."""
+    found: tuple[str, str] | None = None
+    text = ""
+    for entry in entries:
+        if isinstance(entry, MessageEntry) and entry.role == "assistant":
+            text = final_text({"content": entry.content})
+        elif isinstance(entry, CustomEntry) and entry.custom_type == LAST_SEEN:
+            found = (str(entry.data.get("ts")), text)
+    return found
