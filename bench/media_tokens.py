@@ -22,7 +22,7 @@ from typing import Any
 import anthropic
 from chanctx.bot.claude.session import SessionSettings
 from chanctx.bot.replay.offline import OFFLINE_API_KEY, OfflineBot
-from chanctx.bot.slack.media import image_tokens
+from chanctx.bot.slack.media_blocks import image_tokens
 
 from bench._results import write_section
 

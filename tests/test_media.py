@@ -22,12 +22,11 @@ import pytest
 from chanctx.bot.claude.request_rules import pdf_pages, problems
 from chanctx.bot.replay._loopback import LoopbackServer
 from chanctx.bot.replay.fake_slack import FILE_DOWNLOAD, FakeSlackAPI
-from chanctx.bot.slack.media import (
+from chanctx.bot.slack.media import SLACK_FILE_HOSTS, MediaFetcher
+from chanctx.bot.slack.media_blocks import (
     MAX_IMAGE_SIDE,
-    SLACK_FILE_HOSTS,
     FetchedMedia,
     MediaFailure,
-    MediaFetcher,
     placeholder,
     size_label,
     split_pdf,

@@ -13,7 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from chanctx.bot.slack.media import FetchedMedia, MediaFailure, placeholder, to_content_blocks
+from chanctx.bot.slack.media_blocks import (
+    FetchedMedia,
+    MediaFailure,
+    placeholder,
+    to_content_blocks,
+)
 from chanctx.context import FileRef, Message
 from chanctx.manifest_store import AttachmentManifest, AttachmentRecord, reattach_preamble
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chanctx.bot.slack.media import image_tokens
+from chanctx.bot.slack.media_blocks import image_tokens
 from chanctx.context.curator import statements
 from chanctx.context.tokens import TokenCounter, default_counter
 from chanctx.tools import read_context_output

@@ -26,7 +26,8 @@ from chanctx.bot.runtime import Runtime
 from chanctx.bot.slack.app import build_app
 from chanctx.bot.slack.assistant_threads import AssistantThreads
 from chanctx.bot.slack.intake import SelfIdentity
-from chanctx.bot.slack.media import FetchedMedia, MediaFailure, MediaFetcher
+from chanctx.bot.slack.media import MediaFetcher
+from chanctx.bot.slack.media_blocks import FetchedMedia, MediaFailure
 from chanctx.bot.slack.slack_api import SlackFetcher
 from chanctx.cache import MediaContentCache, RateLimiter, ThreadReplyCache
 from chanctx.context import FileRef, default_counter
