@@ -56,6 +56,26 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+def fake_workspaces() -> FakeSlackWorkspaces:
+    """Both teams behind one fake Slack, which knows the app's client id and secret."""
+    states = {team: team_state(team) for team in TEAMS}
+    return FakeSlackWorkspaces(states, client_id=CLIENT_ID, client_secret=CLIENT_SECRET)
+
+
+def oauth_bot(data: Path, slack_url: str, claude_url: str, *args: str) -> BotProcess:
+    """`chanctx run --http --oauth` with the app's client id and secret (no bot token)."""
+    bot = BotProcess(
+        data,
+        slack_url,
+        claude_url,
+        extra_args=("--oauth", *args),
+        env={"SLACK_BOT_TOKEN": "", "SLACK_CLIENT_ID": CLIENT_ID,
+             "SLACK_CLIENT_SECRET": CLIENT_SECRET},
+    )  # fmt: skip
+    bot.env["SLACK_REDIRECT_URI"] = bot.url.replace("/slack/events", "/slack/oauth_redirect")
+    return bot
+
+
 def install(bot: BotProcess, team: str) -> int:
     """A person installs the app into ``team``: the bot's install link, Slack's approval page
     (choosing the team), Slack's redirect back; the status of the bot's final page."""
@@ -119,22 +139,10 @@ def test_two_workspaces_install_by_oauth_stay_apart_and_an_uninstall_deletes_onl
 ) -> None:
     data = tmp_path / "data"
     with (
-        FakeSlackWorkspaces(
-            {team: team_state(team) for team in TEAMS},
-            client_id=CLIENT_ID,
-            client_secret=CLIENT_SECRET,
-        ) as fakes,
+        fake_workspaces() as fakes,
         FakeAnthropicAPI() as claude,
     ):
-        bot = BotProcess(
-            data,
-            fakes.url,
-            claude.url,
-            extra_args=("--oauth",),
-            env={"SLACK_BOT_TOKEN": "", "SLACK_CLIENT_ID": CLIENT_ID,
-                 "SLACK_CLIENT_SECRET": CLIENT_SECRET},
-        )  # fmt: skip
-        bot.env["SLACK_REDIRECT_URI"] = bot.url.replace("/slack/events", "/slack/oauth_redirect")
+        bot = oauth_bot(data, fakes.url, claude.url)
         bot.start()
         try:
             acme, globex = TEAMS

@@ -15,11 +15,10 @@ from typing import Any
 
 import pytest
 from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
-from chanctx.bot.replay.fake_workspaces import FakeSlackWorkspaces
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from bench._process import BotProcess, free_port
+from bench._process import free_port
 
 from .slack_events import ts
 from .test_process_oauth import (
@@ -28,8 +27,9 @@ from .test_process_oauth import (
     TEAMS,
     answers,
     ask,
+    fake_workspaces,
     install,
-    team_state,
+    oauth_bot,
     wait_for,
 )
 
@@ -72,22 +72,10 @@ def test_each_key_reads_only_its_own_workspace(tmp_path: Path) -> None:
     keys_file = tmp_path / "keys.json"
     keys_file.write_text(json.dumps(KEYS))
     with (
-        FakeSlackWorkspaces(
-            {team: team_state(team) for team in TEAMS},
-            client_id=CLIENT_ID,
-            client_secret=CLIENT_SECRET,
-        ) as fakes,
+        fake_workspaces() as fakes,
         FakeAnthropicAPI() as claude,
     ):
-        bot = BotProcess(
-            tmp_path / "data",
-            fakes.url,
-            claude.url,
-            extra_args=("--oauth", "--api-keys", str(keys_file)),
-            env={"SLACK_BOT_TOKEN": "", "SLACK_CLIENT_ID": CLIENT_ID,
-                 "SLACK_CLIENT_SECRET": CLIENT_SECRET},
-        )  # fmt: skip
-        bot.env["SLACK_REDIRECT_URI"] = bot.url.replace("/slack/events", "/slack/oauth_redirect")
+        bot = oauth_bot(tmp_path / "data", fakes.url, claude.url, "--api-keys", str(keys_file))
         bot.start()
         base = bot.url.removesuffix("/slack/events")
         try:

@@ -8,7 +8,7 @@ import hmac
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import ValidationError
@@ -29,6 +29,7 @@ NEED_KEY = "an API key is required: Authorization: Bearer <key>"
 
 
 Grant = list[str] | str  # the channel ids a key may read, or "*" for all
+_V = TypeVar("_V")
 
 
 class ApiKeys:
@@ -65,20 +66,12 @@ class ApiKeys:
         return cls(grants, teams)
 
     def grant(self, presented: str) -> Grant | None:
-        """The channels of ``presented``, compared in constant time against every key."""
-        found: Grant | None = None
-        for key, channels in self._grants.items():
-            if hmac.compare_digest(key.encode(), presented.encode()):
-                found = channels
-        return found
+        """The channels of ``presented``."""
+        return _look_up(self._grants, presented)
 
     def team(self, presented: str) -> str | None:
         """The workspace ``presented`` is bound to (None: unknown key, or bound to none)."""
-        found: str | None = None
-        for key, team in self._teams.items():
-            if hmac.compare_digest(key.encode(), presented.encode()):
-                found = team
-        return found
+        return _look_up(self._teams, presented)
 
     def unbound(self) -> list[str]:
         """The first characters of keys that name no workspace (for the error saying so)."""
@@ -89,6 +82,16 @@ class ApiKeys:
         mine = {key for key, bound in self._teams.items() if bound == team}
         return ApiKeys({k: v for k, v in self._grants.items() if k in mine},
                        {k: team for k in mine})  # fmt: skip
+
+
+def _look_up(by_key: Mapping[str, _V], presented: str) -> _V | None:
+    """``by_key[presented]``, compared in constant time against every key: how long it takes
+    does not tell how much of a guess was right."""
+    found: _V | None = None
+    for key, value in by_key.items():
+        if hmac.compare_digest(key.encode(), presented.encode()):
+            found = value
+    return found
 
 
 _TEAM_ID = re.compile(r"^[TE][A-Z0-9]{2,20}$")
