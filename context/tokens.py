@@ -1,25 +1,26 @@
-"""Offline token counting: a fitted estimate of Claude's tokenizers from an earlier public one.
+"""Offline token counting: Claude's tokenizer counts, reconstructed.
 
-Claude 3's and Claude 4.8's tokenizers are not public, so budgets are planned with an estimate.
-An estimate that undercounts can overflow the context window, one that overcounts leaves room
-unused. The estimate here is linear in two kinds of counts:
+Claude 3's and Claude 4.8's tokenizers are not public. ``PieceCounter`` is chanctx's own
+implementation of the reconstruction published as ctok 1.3.0 (MIT, Sander Land), whose counts
+agree with Anthropic's ``count_tokens`` on its held-out sets:
 
-* the pieces Anthropic's earlier *public* tokenizer (``data/claude_tokenizer.json``, run by
-  ``tiktoken``) cuts the text into, by class (``_pieces``): a frequent lowercase word, a rare
-  one, a capitalised word, a digit group, a Cyrillic fragment ...;
-* cheap character-class counts (capitals, digit runs, spaces beside numbers, scripts by UTF-8
-  lead byte), counted on the UTF-8 bytes with C-speed ``translate``/``bit_count`` operations.
+* ``_stream``/``_charclass``: the text is normalised (NFC, controls dropped, odd spaces folded)
+  and rewritten into a marked stream: word-boundary markers around words, case markers in front
+  of capitalised and all-caps words (lowercased behind them), border markers on punctuation and
+  digits beside spaces, a single space between two words folded into their markers;
+* ``_tiling``: the count is the minimum number of measured pieces (``_vocab``, ctok's
+  vocabularies in ``data/``) that tile the stream, a character no piece covers costing its
+  UTF-8 bytes' tiling. Chunk and segment costs are cached (bounded), which is what makes it fast.
 
-The weights (``_token_weights.py``, thousandths of a token, non-negative integers) come from a
-linear program in ``bench/tokens.py``: minimise the mean estimate / reference ratio subject to
-``estimate >= reference`` on every fitting text. The fitting texts are independent of the
-project's check set (``tests/data/tokens``), so ``python -m bench.tokens`` and the tests
-measure the estimate on texts it was not fitted on (numbers in ``bench/RESULTS.md``).
+It reproduces ctok on every text of the calibration sets (``tests/test_tokens.py``; ratios and
+speed in ``bench/RESULTS.md``). Counts are *content* tokens: ``count_tokens`` on a one-message
+request minus the message frame. The empty text is 0 (ctok prices it at v3's lone frame marker;
+nothing is sent for no text). Python 3.11's Unicode data is 14.0, ctok ran on 15.0: characters
+added in Unicode 15 may be counted differently.
 
-Concatenation: a piece-based count is *not* exactly subadditive or monotone over prefixes (two
-texts joined can merge or re-split pieces at the join). Budgets never rely on it: every packer
-re-counts the whole rendered JSON and drops items until it fits. ``tests/test_tokens.py``
-bounds the drift at a join.
+Concatenation: a tokenizer count is not subadditive (two texts joined can change the markers at
+the join). Budgets never rely on it: every packer re-counts the whole rendered JSON and drops
+items until it fits. ``tests/test_tokens.py`` bounds the drift at a separator.
 """
 
 from __future__ import annotations
@@ -27,21 +28,20 @@ from __future__ import annotations
 from functools import cache
 from typing import Final, Literal, Protocol, runtime_checkable
 
-from chanctx.context import _pieces
-from chanctx.context._token_weights import WEIGHTS
+from chanctx.context._tiling import Tiler
+from chanctx.context._vocab import VocabName, vocabulary
 
-__all__ = [
-    "CHAR_FEATURES",
-    "EstimatingCounter",
-    "Family",
-    "TokenCounter",
-    "default_counter",
-    "family_for_model",
-    "feature_names",
-    "features",
-]
+__all__ = ["Family", "PieceCounter", "TokenCounter", "default_counter", "family_for_model"]
 
 Family = Literal["claude_v3", "claude_v4_8"]
+
+
+# Family -> (vocabulary, whether the message frame ends in a word boundary). v4.8 reuses the
+# pieces measured on Opus 4.7; its frame ends without the boundary, so a leading space costs.
+_VOCABULARIES: Final[dict[Family, tuple[VocabName, bool]]] = {
+    "claude_v3": ("v3", True),
+    "claude_v4_8": ("v4_7", False),
+}
 
 
 @runtime_checkable
@@ -104,206 +104,37 @@ def _model_version(model: str) -> tuple[int, int] | None:
     return None
 
 
-# --- features ---------------------------------------------------------------------------------
+class PieceCounter:
+    """Claude's token count for one tokenizer family, reconstructed offline (see the module
+    docstring). Thread-safe; its caches are bounded."""
 
+    __slots__ = ("_tiler", "family")
 
-def _table(member: bytes) -> bytes:
-    """A ``bytes.translate`` table mapping the bytes in ``member`` to 1 and all others to 0."""
-    return bytes(1 if b in member else 0 for b in range(256))
-
-
-_LETTERS: Final = bytes(range(65, 91)) + bytes(range(97, 123))
-_UPPER: Final = bytes(range(65, 91))
-_DIGITS: Final = bytes(range(48, 58))
-_PUNCT: Final = bytes([*range(33, 48), *range(58, 65), *range(91, 97), *range(123, 127)])
-_SPACE: Final = b" \t\n\r\x0b\x0c"
-_NON_ASCII: Final = bytes(range(128, 256))
-
-_T_LETTER: Final = _table(_LETTERS)
-_T_UPPER: Final = _table(_UPPER)
-_T_DIGIT: Final = _table(_DIGITS)
-_T_PUNCT: Final = _table(_PUNCT)
-_T_SPACE: Final = _table(_SPACE)
-_T_NON_ASCII: Final = _table(_NON_ASCII)
-
-# Non-ASCII code points are classed by their UTF-8 lead byte (continuation bytes map to "."), which
-# separates scripts with very different costs without decoding: Latin-1 accents (C2-C3), other
-# two-byte scripts such as Greek, Cyrillic, Hebrew, Arabic (C4-DF), Indic and South-East Asian
-# scripts (E0-E1), symbols and dingbats such as the BMP emoji (E2, less the general punctuation
-# block below), CJK, kana and Hangul (E3-ED), private use, variation selectors and full-width forms
-# (EE-EF), and astral code points such as most emoji (F0-F4).
-_CLASS_OF_LEAD: Final = (
-    (b"a", bytes([0xC2, 0xC3])),
-    (b"b", bytes(range(0xC4, 0xE0))),
-    (b"c", bytes([0xE0, 0xE1])),
-    (b"d", bytes([0xE2])),
-    (b"e", bytes(range(0xE3, 0xEE))),
-    (b"f", bytes([0xEE, 0xEF])),
-    (b"g", bytes(range(0xF0, 0x100))),
-)
-
-
-def _class_table() -> bytes:
-    table = bytearray(b"." * 256)
-    table[10] = ord("n")
-    for code, leads in _CLASS_OF_LEAD:
-        for lead in leads:
-            table[lead] = code[0]
-    return bytes(table)
-
-
-_T_CLASS: Final = _class_table()
-
-# U+2000-U+207F (general punctuation: dashes, curly quotes, ellipsis, ZWJ) starts E2 80 or E2 81;
-# it tokenizes like ASCII punctuation, far cheaper than the rest of the E2 block.
-_GENERAL_PUNCT: Final = (b"\xe2\x80", b"\xe2\x81")
-
-CHAR_FEATURES: Final = (
-    "nonempty",  # 1 for any non-empty text (the per-text constant)
-    "letters",  # ASCII letters
-    "letter_runs",  # maximal runs of ASCII letters (words, roughly)
-    "letter_excess3",  # letters beyond the 3rd of their run: long words split
-    "upper",  # ASCII capitals
-    "upper_runs",  # runs of capitals
-    "upper_excess1",  # capitals beyond the 1st of their run: ALLCAPS, acronyms
-    "title_starts",  # capitals not preceded by a letter (a case marker in the tokenizer)
-    "digits",
-    "digit_runs",  # numbers take no word markers: spaces beside them cost a token
-    "punct",  # ASCII punctuation and symbols
-    "punct_runs",
-    "space",  # ASCII whitespace
-    "space_runs",
-    "space_excess1",  # whitespace beyond the 1st of its run: indentation, blank lines
-    "newlines",
-    "non_ascii_runs",
-    "general_punct",  # U+2000-U+207F
-    "latin1",  # lead C2-C3
-    "two_byte",  # lead C4-DF
-    "indic",  # lead E0-E1
-    "symbols",  # lead E2 except general punctuation
-    "cjk",  # lead E3-ED
-    "private_fullwidth",  # lead EE-EF
-    "astral",  # lead F0-F4
-    "space_beside_digit",  # numbers take no word marker: the spaces around them are tokens
-    "letter_beside_non_ascii",  # accented words split where the accent is
-    "space_before_punct",
-    "punct_after_letter",
-)
-
-
-def _runs(mask: int) -> int:
-    """Maximal runs of 1-bytes in a big-endian 0/1 byte mask: bytes set whose predecessor is not."""
-    return (mask & ~(mask >> 8)).bit_count()
-
-
-def _char_features(text: str) -> tuple[int, ...]:
-    """Character-class counts of ``text``, in the order of ``CHAR_FEATURES``."""
-    if not text:
-        return (0,) * len(CHAR_FEATURES)
-    # Lone surrogates are legal in a str; encode them rather than fail (they cost like CJK).
-    data = text.encode("utf-8", "surrogatepass")
-    big = int.from_bytes
-    letter = big(data.translate(_T_LETTER), "big")
-    upper = big(data.translate(_T_UPPER), "big")
-    digit = big(data.translate(_T_DIGIT), "big")
-    punct = big(data.translate(_T_PUNCT), "big")
-    space = big(data.translate(_T_SPACE), "big")
-    classes = data.translate(_T_CLASS)
-    general_punct = data.count(_GENERAL_PUNCT[0]) + data.count(_GENERAL_PUNCT[1])
-    # Pure-ASCII text (most of it) skips the non-ASCII mask.
-    non_ascii = 0 if data.isascii() else big(data.translate(_T_NON_ASCII), "big")
-    long_letters = letter & (letter >> 8) & (letter >> 16) & (letter >> 24)
-    space_beside_digit = (space & (digit >> 8)) | (space & (digit << 8))
-    letter_beside_non_ascii = (letter & (non_ascii >> 8)) | (letter & (non_ascii << 8))
-    return (
-        1,
-        letter.bit_count(),
-        _runs(letter),
-        long_letters.bit_count(),
-        upper.bit_count(),
-        _runs(upper),
-        (upper & (upper >> 8)).bit_count(),
-        (upper & ~(letter >> 8)).bit_count(),
-        digit.bit_count(),
-        _runs(digit),
-        punct.bit_count(),
-        _runs(punct),
-        space.bit_count(),
-        _runs(space),
-        (space & (space >> 8)).bit_count(),
-        classes.count(b"n"),
-        _runs(non_ascii),
-        general_punct,
-        classes.count(b"a"),
-        classes.count(b"b"),
-        classes.count(b"c"),
-        classes.count(b"d") - general_punct,
-        classes.count(b"e"),
-        classes.count(b"f"),
-        classes.count(b"g"),
-        space_beside_digit.bit_count(),
-        letter_beside_non_ascii.bit_count(),
-        (space & (punct >> 8)).bit_count(),
-        (punct & (letter >> 8)).bit_count(),
-    )
-
-
-def feature_names() -> tuple[str, ...]:
-    """Names of ``features(text)``'s entries: the piece classes (``piece:<class>``), then
-    ``CHAR_FEATURES``."""
-    return (*(f"piece:{name}" for name in _pieces.classes()), *CHAR_FEATURES)
-
-
-def features(text: str) -> tuple[int, ...]:
-    """The feature vector of ``text`` (``feature_names()`` order); the estimate is linear in it.
-
-    Public for the benchmark, which fits the weights on exactly what the counter computes.
-    """
-    of_piece = _pieces.piece_classes()
-    counts = [0] * len(_pieces.classes())
-    for token in _pieces.encoding().encode_ordinary(text):
-        counts[of_piece[token]] += 1
-    return (*counts, *_char_features(text))
-
-
-class EstimatingCounter:
-    """Offline token estimate for one tokenizer family. Stateless and thread-safe (tiktoken's
-    encoder is)."""
-
-    __slots__ = ("_char_weights", "_piece_weights", "family")
-
-    def __init__(self, family: Family, weights: dict[str, int] | None = None) -> None:
-        if family not in WEIGHTS:
+    def __init__(self, family: Family) -> None:
+        if family not in _VOCABULARIES:
             raise ValueError(f"unknown tokenizer family {family!r}")
         self.family: Family = family
-        chosen = WEIGHTS[family] if weights is None else weights
-        unknown = set(chosen) - set(feature_names())
-        if unknown or any(not isinstance(w, int) or w < 0 for w in chosen.values()):
-            raise ValueError(
-                f"weights: non-negative integers by feature name (unknown: {sorted(unknown)})"
-            )
-        # A weight per token id, so counting the pieces is a sum of look-ups.
-        by_class = [chosen.get(f"piece:{n}", 0) for n in _pieces.classes()]
-        self._piece_weights = [by_class[c] for c in _pieces.piece_classes()]
-        self._char_weights = tuple(chosen.get(n, 0) for n in CHAR_FEATURES)
+        name, frame_bow = _VOCABULARIES[family]
+        self._tiler = Tiler(vocabulary(name, frame_bow))
 
     def count(self, text: str) -> int:
-        if not text:
-            return 0
-        pieces = _pieces.encoding().encode_ordinary(text)
-        total = sum(map(self._piece_weights.__getitem__, pieces))
-        total += sum(w * f for w, f in zip(self._char_weights, _char_features(text), strict=True))
-        return max(1, -(-total // 1000))  # ceiling division, exact on integers
+        return self._tiler.count(text)
+
+    def cache_info(self) -> tuple[int, int]:
+        """``(entries, maxsize)`` of the segment-cost cache."""
+        return self._tiler.cache_info()
 
     def __repr__(self) -> str:
-        return f"EstimatingCounter({self.family!r})"
+        return f"PieceCounter({self.family!r})"
 
 
 @cache
-def _counter(family: Family) -> EstimatingCounter:
-    return EstimatingCounter(family)
+def _counter(family: Family) -> PieceCounter:
+    return PieceCounter(family)
 
 
 def default_counter(model: str | None = None) -> TokenCounter:
-    """The offline estimator for ``model``'s tokenizer family (the safe v4_8 one when unknown)."""
+    """The offline counter for ``model``'s tokenizer family (the safe v4_8 one when unknown).
+
+    One counter per family for the process: its caches are shared by every caller."""
     return _counter(family_for_model(model))

@@ -171,8 +171,8 @@ def _fit(items: list[_Item], head: str, first: int, budget: int, counter: TokenC
         span = f"turn {first}" if first == upto else f"turns {first}-{upto}"
         return _Item(first, upto, f"{span}: omitted")
 
-    # Per-piece counts summed: the estimator is subadditive, so the sum bounds the whole, and
-    # each item is counted once (no quadratic recounting). One full count confirms at the end.
+    # Per-piece counts summed (each item counted once, no quadratic recounting): at separators a
+    # sum is within a token or two of the whole, not a bound, so one full count confirms it.
     fixed = counter.count(head) + counter.count("]")
     suffix = [0] * (len(items) + 1)  # suffix[i]: cost of items[i:]
     for i in range(len(items) - 1, -1, -1):

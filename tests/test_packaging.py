@@ -52,6 +52,9 @@ def test_every_subpackage_typing_marker_and_the_demo_are_in_the_wheel(wheel: Pat
                "manifest_store"] for p in (ROOT / d).rglob("*.py")}  # fmt: skip
     assert {f"chanctx/{s}" for s in sources} <= names  # no module left behind
     assert {"chanctx/fixtures/demo/events.jsonl", "chanctx/fixtures/demo/slack_api.json"} <= names
+    # The token counter's vocabularies and their license (the demo replay below counts with them).
+    assert {f"chanctx/context/data/{n}" for n in ["pieces_v3.json.gz", "pieces_v4_7.json.gz",
+            "LICENSE-ctok", "README.md"]} <= names  # fmt: skip
     assert "LICENSE" in {Path(n).name for n in names if ".dist-info/" in n}
 
 

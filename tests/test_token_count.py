@@ -12,7 +12,7 @@ import anthropic
 import pytest
 from chanctx.bot.claude.token_count import COOL_DOWN_SECONDS, ExactCounter, make_counter
 from chanctx.bot.replay.fake_anthropic import FRAME_TOKENS, FakeAnthropicAPI
-from chanctx.context.tokens import EstimatingCounter, TokenCounter, default_counter
+from chanctx.context.tokens import PieceCounter, TokenCounter, default_counter
 
 MODEL = "claude-opus-4-8"
 API_KEY = "sk-ant-test-SECRET-0123456789"
@@ -109,7 +109,7 @@ def test_api_error_falls_back_without_raising(
     status: int,
     retry_after: float | None,
 ) -> None:
-    fallback = EstimatingCounter("claude_v3")
+    fallback = PieceCounter("claude_v3")
     counter = ExactCounter(client, model=MODEL, fallback=fallback)
     fake.fail_next(1, status=status, retry_after=retry_after)
     with caplog.at_level(logging.WARNING, logger="chanctx.bot.claude.token_count"):
@@ -162,8 +162,8 @@ def test_api_key_never_reaches_the_logs(
 def test_make_counter_is_offline_without_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     counter = make_counter(MODEL)
-    assert isinstance(counter, EstimatingCounter) and counter.family == "claude_v4_8"
-    assert isinstance(make_counter("claude-3-5-sonnet-20241022"), EstimatingCounter)
+    assert isinstance(counter, PieceCounter) and counter.family == "claude_v4_8"
+    assert isinstance(make_counter("claude-3-5-sonnet-20241022"), PieceCounter)
 
 
 def test_make_counter_is_exact_with_a_key(

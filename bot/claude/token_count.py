@@ -1,12 +1,12 @@
 """Exact token counts from Anthropic's ``count_tokens`` endpoint, with an offline fallback.
 
 ``ExactCounter`` asks the API once per distinct text (an LRU cache keyed by the text), subtracts
-the fixed per-request frame so the result is *content* tokens (what the offline estimator and the
+the fixed per-request frame so the result is *content* tokens (what the offline counter and the
 calibration set count, and what budgets sum piece by piece), and never lets the network break a
-budget: on any API error or timeout it logs one warning and answers with the offline estimate,
+budget: on any API error or timeout it logs one warning and answers with the offline count,
 then leaves the API alone for a cool-down before trying again.
 
-``make_counter`` picks the exact counter when an API key is configured, the offline estimator
+``make_counter`` picks the exact counter when an API key is configured, the offline counter
 otherwise. Only ``bot/`` imports the Anthropic SDK; the rest of the project sees a
 ``context.tokens.TokenCounter``.
 """
@@ -99,7 +99,7 @@ class ExactCounter:
         status = getattr(exc, "status_code", None)
         detail = f"HTTP {status}" if status is not None else type(exc).__name__
         log.warning(
-            "count_tokens failed (%s); using the offline estimate for %.0f s",
+            "count_tokens failed (%s); using the offline count for %.0f s",
             detail,
             COOL_DOWN_SECONDS,
         )
@@ -112,7 +112,7 @@ def make_counter(
     model: str, *, api_key: str | None = None, base_url: str | None = None
 ) -> TokenCounter:
     """Exact counts when an API key is configured (argument or ``ANTHROPIC_API_KEY``), else the
-    offline estimator for ``model``'s tokenizer family."""
+    offline counter for ``model``'s tokenizer family."""
     key = api_key or os.environ.get("ANTHROPIC_API_KEY")
     if not key:
         return default_counter(model)

@@ -17,7 +17,7 @@ Answers:
   of the API's documented rules (``chanctx.bot.claude.request_rules``) gets the real API's 400
   ``invalid_request_error`` (413 ``request_too_large`` past 32 MB), listed in ``rejected``;
 * ``POST /v1/messages/count_tokens``: ``{"input_tokens": FRAME_TOKENS + n}`` where ``n`` is the
-  offline estimate (``default_counter("claude-opus-4-8")``) of all text in the messages and the
+  offline count (``default_counter("claude-opus-4-8")``) of all text in the messages and the
   system prompt, concatenated;
 * anything else: 404 with an Anthropic-style error body.
 """
