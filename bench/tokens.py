@@ -115,8 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "implementation reproduces ctok; it is not, by itself, evidence about Anthropic's "
         "tokenizer.",
         f"- **Bench data set** (`benchdata/tokens/calibration.jsonl`, {len(shared)} texts, "
-        "content counts, the frame already subtracted): tests/data/tokens/README.md describes "
-        "it as counted with the Messages API, but its own README says its counts come from "
+        "content counts, the frame already subtracted): its README says its counts come from "
         "ctok as well, so it is a second check against ctok on texts of another origin, not an "
         "independent check against `count_tokens`. ctok's published agreement with recorded "
         "`count_tokens` answers (its README: exact on 22 + 250 held-out documents, millions of "
