@@ -77,10 +77,14 @@ def build_runtime(
     # The Slack budget: this process's own, or the one all replicas share in Redis.
     limiter: Limiter = RedisRateLimiter(link.client, team) if link else RateLimiter()
     fetcher = SlackFetcher(client, limiter=limiter, me=me, overflow=options.overflow)
+    counter = default_counter(options.model)
+    # The tokenizer's vocabulary (10-25 MiB, 0.05-0.2 s to load) is read now, not by the first
+    # mention, which would wait for it.
+    counter.count("chanctx")
     engine = ContextEngine(
         me=me,
         settings=context_settings(options),
-        counter=default_counter(options.model),
+        counter=counter,
         slack=fetcher,
         history=IndexedHistory(
             max_messages_per_channel=options.history_per_channel,
