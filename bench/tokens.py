@@ -33,7 +33,7 @@ from bench._data import benchdata
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECK = ROOT / "tests" / "data" / "tokens" / "calibration.jsonl"
-FAMILY_NAMES: tuple[Family, ...] = ("claude_v3", "claude_v4_8")
+FAMILY_NAMES: tuple[Family, ...] = ("claude_v3", "claude_v4_7", "claude_v4_8")
 MAX_MEAN = 1.15  # issue 12's bar on the mean ratio
 
 
@@ -48,7 +48,9 @@ def load(path: Path) -> list[Text]:
     if not path.exists():
         sys.exit(f"token texts not found at {path} (bench data: --data DIR or CHANCTX_BENCHDATA)")
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
-    return [Text(r["category"], r["text"], {f: int(r[f]) for f in FAMILY_NAMES}) for r in rows]
+    # The bench data set has no Opus 4.7 column: a family a set does not count is left out.
+    return [Text(r["category"], r["text"], {f: int(r[f]) for f in FAMILY_NAMES if f in r})
+            for r in rows]  # fmt: skip
 
 
 def ratios(texts: Sequence[Text], family: Family, count: Callable[[str], int]) -> list[float]:
@@ -126,6 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         counter = PieceCounter(family)
         md.append(f"\n### {family}\n")
         for name, texts in (("calibration set", check), ("bench data set", shared)):
+            if not all(family in t.reference for t in texts):
+                md.append(f"- {name}: no {family} counts in this set")
+                continue
             r = ratios(texts, family, counter.count)
             exact = sum(counter.count(t.text) == t.reference[family] for t in texts)
             md.append(f"- {name}: {summary(r, exact)}")
@@ -183,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     md.append(
         "\n**Bars missed:** " + "; ".join(failures)
         if failures
-        else "\nBars met on both sets and both families: no text under its reference, every "
+        else "\nBars met on every set and family: no text under its reference, every "
         "count exact (mean ratio 1.000)."
     )
     report = "\n".join(md)

@@ -33,13 +33,14 @@ from chanctx.context._vocab import VocabName, vocabulary
 
 __all__ = ["Family", "PieceCounter", "TokenCounter", "default_counter", "family_for_model"]
 
-Family = Literal["claude_v3", "claude_v4_8"]
+Family = Literal["claude_v3", "claude_v4_7", "claude_v4_8"]
 
 
 # Family -> (vocabulary, whether the message frame ends in a word boundary). v4.8 reuses the
 # pieces measured on Opus 4.7; its frame ends without the boundary, so a leading space costs.
 _VOCABULARIES: Final[dict[Family, tuple[VocabName, bool]]] = {
     "claude_v3": ("v3", True),
+    "claude_v4_7": ("v4_7", True),
     "claude_v4_8": ("v4_7", False),
 }
 
@@ -57,9 +58,10 @@ def family_for_model(model: str | None) -> Family:
 
     Rule: Claude 3.x (``claude-3-opus-...``, ``claude-3-5-sonnet-...``, ``claude-3-7-...``) and the
     Claude 4 line up to Opus 4.6 / Sonnet 4.x / Haiku 4.x (``claude-opus-4-0``, ``claude-sonnet-4-5``,
-    ``claude-opus-4-6``, ``claude-opus-4-20250514``, ...) use ``"claude_v3"``. Opus 4.7 and later
-    4.x, and every generation 5 and up (``claude-opus-4-8``, ``claude-sonnet-5``, ...) use
-    ``"claude_v4_8"`` (Opus 4.7 shares that vocabulary; only its fixed frame differs). Anything
+    ``claude-opus-4-6``, ``claude-opus-4-20250514``, ...) use ``"claude_v3"``. Opus 4.7 uses
+    ``"claude_v4_7"``; 4.8 and later 4.x, and every generation 5 and up (``claude-opus-4-8``,
+    ``claude-sonnet-5``, ...) use ``"claude_v4_8"`` (the same vocabulary as 4.7; only the fixed
+    frame differs: 4.7's ends in a word boundary that takes in a leading space). Anything
     unrecognised, and ``None``, also gets ``"claude_v4_8"``: that family counts about 1.26x the
     tokens of v3 on the same text, so it is the safe default for budgeting.
 
@@ -75,6 +77,8 @@ def family_for_model(model: str | None) -> Family:
     major, minor = version
     if major == 3 or (major == 4 and minor <= 6):
         return "claude_v3"
+    if (major, minor) == (4, 7):
+        return "claude_v4_7"
     return "claude_v4_8"
 
 

@@ -32,7 +32,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 DATA = Path(__file__).resolve().parent / "data" / "tokens"
-FAMILY_NAMES: tuple[Family, ...] = ("claude_v3", "claude_v4_8")
+FAMILY_NAMES: tuple[Family, ...] = ("claude_v3", "claude_v4_7", "claude_v4_8")
 
 
 @cache
@@ -92,6 +92,16 @@ def test_hand_checked_counts(text: str, v3: int, v4_8: int) -> None:
     )
 
 
+def test_opus_4_7_is_counted_with_its_own_frame() -> None:
+    # The same pieces as 4.8, but 4.7's frame ends in a word boundary that takes in one leading
+    # space; a text opening with a digit, an ideograph or a tab costs 4.7 one token more than 4.8
+    # (ctok 1.3.0, its count minus 11): counting 4.7 as 4.8 would undercount those.
+    v47, v48 = PieceCounter("claude_v4_7"), PieceCounter("claude_v4_8")
+    assert (v47.count(" a"), v48.count(" a")) == (1, 2)
+    assert (v47.count("1 apple"), v48.count("1 apple")) == (5, 4)
+    assert (v47.count("\t1"), v48.count("\t1")) == (3, 2)
+
+
 def test_empty_text_is_zero() -> None:
     # ctok prices "" as the frame's lone word boundary in v3; nothing is sent for no text.
     for family in FAMILY_NAMES:
@@ -122,7 +132,7 @@ def test_any_text_counts_without_error(counter: PieceCounter, text: str) -> None
 
 
 def _vocab_of(family: Family) -> tuple[str, bool]:
-    return ("v3", True) if family == "claude_v3" else ("v4_7", False)
+    return {"claude_v3": ("v3", True), "claude_v4_7": ("v4_7", True)}.get(family, ("v4_7", False))
 
 
 # Where two texts join, markers change (a seam swallows a space; "ΣΟΦΙΑ" + "kubectl" is no longer
@@ -211,7 +221,8 @@ def test_package_data_ships_the_vocabularies() -> None:
         ("Claude-Opus-4.6", "claude_v3"),
         ("anthropic.claude-3-5-sonnet-20241022-v2:0", "claude_v3"),
         ("claude-sonnet-4-5@20250929", "claude_v3"),
-        ("claude-opus-4-7", "claude_v4_8"),
+        ("claude-opus-4-7", "claude_v4_7"),
+        ("claude-opus-4-7-20260301", "claude_v4_7"),
         ("claude-opus-4-8", "claude_v4_8"),
         ("claude-opus-4-8-20261101", "claude_v4_8"),
         ("claude-sonnet-5", "claude_v4_8"),

@@ -3,7 +3,7 @@
 Each text mixes the things the marked-stream rules single out (case markers, contractions,
 opening apostrophes, symbol-letters, combining marks, variation selectors, non-ASCII digits,
 ideographs, odd spaces, leading and trailing whitespace) or is random code points. Counts come
-from ctok 1.3.0, minus its message frame (7 for v3, 6 for v4.8), exactly as for
+from ctok 1.3.0, minus its message frame (7 for v3, 11 for v4.7, 6 for v4.8), exactly as for
 calibration.jsonl; chanctx's own implementation must reproduce every one:
 
     /tmp/ctok/bin/python tests/data/tokens/edge_cases.py   (Python >= 3.12 with ctok==1.3.0)
@@ -46,8 +46,10 @@ def main() -> None:
     with OUT.open("w", encoding="utf-8") as f:
         for text in texts(random.Random(20261125)):
             v3 = ctok.token_count(text, "3.0") - 7
+            v47 = ctok.token_count(text, "4.7") - 11
             v48 = ctok.token_count(text, "4.8") - 6
-            f.write(json.dumps({"text": text, "claude_v3": v3, "claude_v4_8": v48}) + "\n")
+            row = {"text": text, "claude_v3": v3, "claude_v4_7": v47, "claude_v4_8": v48}
+            f.write(json.dumps(row) + "\n")
 
 
 if __name__ == "__main__":

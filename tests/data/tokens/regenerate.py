@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 OUT = Path(__file__).with_name("calibration.jsonl")
-FAMILIES = {"claude_v3": "3.0", "claude_v4_8": "4.8"}
+FAMILIES = {"claude_v3": "3.0", "claude_v4_7": "4.7", "claude_v4_8": "4.8"}
 SEED = 20261124
 
 PEOPLE = ["Alice", "Bob", "Cara", "Dev", "Emiko", "Farid", "Grace", "Hiro", "Ines", "Jonas"]
@@ -278,10 +278,10 @@ def texts() -> Iterator[tuple[str, str]]:
 def main() -> None:
     import ctok  # type: ignore[import-not-found]
 
-    # ctok counts one whole user message; its frame costs 7 tokens (v3) and 6 (v4.8), the
+    # ctok counts one whole user message; its frame costs 7 tokens (v3), 11 (v4.7) and 6 (v4.8), the
     # constant difference to content-only counts measured on all 888 texts of an independent
     # reference set (the steering repository's token benchmark set). The empty string is no guide: it costs 8 in v3.
-    frame = {"claude_v3": 7, "claude_v4_8": 6}
+    frame = {"claude_v3": 7, "claude_v4_7": 11, "claude_v4_8": 6}
     with OUT.open("w", encoding="utf-8") as out:
         for category, text in texts():
             row: dict[str, object] = {"category": category, "text": text}
