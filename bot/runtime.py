@@ -88,6 +88,8 @@ class Runtime:
     playbooks: ChannelPlaybooks | None = None
     # Replicas sharing Redis: the queue hands turns out, the change stream feeds the engine.
     replicas: Replicas | None = None
+    # Called after each answer (serve: hand freed memory back, bot/allocator.py).
+    after_answer: Callable[[], object] | None = None
     runner: AnswerRunner = field(init=False)
     membership: MembershipChecker = field(init=False)
     poster: Poster = field(init=False)
@@ -259,6 +261,8 @@ class Runtime:
             else:
                 result = self._answer_shared(turn, self.replicas)
         result.slack_calls = dict(sorted(reads.items()))
+        if self.after_answer is not None:
+            self.after_answer()
         return result
 
     def _answer_shared(self, turn: Turn, replicas: Replicas) -> TurnResult:
