@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
-from chanctx.bot.allocator import Trimmer, limit_arenas
+from chanctx.bot.allocator import limit_arenas
 from chanctx.bot.claude.answers import NullResponder, Responder
 from chanctx.bot.claude.curator import ClaudeCurator
 from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
@@ -175,8 +175,6 @@ def serve(
     """Start serving (blocks). ``first_middleware`` runs before intake (``record`` uses it)."""
     limit_arenas()  # before the server's and the workers' threads exist
     runtime = runtime or build_runtime(WebClient(token=settings.bot_token), settings)
-    if runtime.after_answer is None:
-        runtime.after_answer = Trimmer()
     app = build_app(
         runtime,
         signing_secret=settings.signing_secret if settings.mode == "http" else None,
