@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+from chanctx.bot.allocator import limit_arenas
 from chanctx.bot.claude.answers import NullResponder, Responder
 from chanctx.bot.claude.curator import ClaudeCurator
 from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
@@ -177,6 +178,7 @@ def serve(
     first_middleware: Callable[..., Any] | None = None,
 ) -> App:
     """Start serving (blocks). ``first_middleware`` runs before intake (``record`` uses it)."""
+    limit_arenas()  # before the server's and the workers' threads exist
     runtime = runtime or build_runtime(WebClient(token=settings.bot_token), settings)
     app = build_app(
         runtime,

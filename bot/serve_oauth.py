@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from chanctx.bot.allocator import limit_arenas
 from chanctx.bot.options import SettingsError
 from chanctx.bot.runtime import Runtime
 from chanctx.bot.serve import api_routes, build_runtime, load_api_keys
@@ -139,6 +140,7 @@ def serve_oauth(
 ) -> App:
     """Serve every installed workspace over HTTP until SIGTERM (blocks)."""
     assert settings.client_id is not None
+    limit_arenas()  # before the server's and the workers' threads exist
     store = installation_store or _installations(settings)
     workspaces = build_workspaces(settings, store)
     app = build_oauth_app(

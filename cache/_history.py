@@ -353,11 +353,15 @@ class ChannelHistory:
             touched.append(root_key)
             siblings = ch.threads.setdefault(root_key, [])
             is_new = _insort_unique(siblings, key)
+            root = ch.messages.get(root_key)
+            if root is not None and msg.thread_ts is not root.ts and msg.thread_ts == root.ts:
+                # One string for a thread's ts, held by its root and all its replies, instead
+                # of the copy each reply's event brought: equal values, so the frozen message
+                # is still the same value.
+                object.__setattr__(msg, "thread_ts", root.ts)
             ch.put(key, msg)
-            if is_new:
-                root = ch.messages.get(root_key)
-                if root is not None and not root.is_reply:
-                    ch.put(root_key, with_new_reply(root, msg, len(siblings)))
+            if is_new and root is not None and not root.is_reply:
+                ch.put(root_key, with_new_reply(root, msg, len(siblings)))
         else:
             ch.put(key, merge_root(msg, old, ch.known_replies(key)))
         while len(ch.messages) > self._max_messages:

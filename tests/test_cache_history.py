@@ -619,3 +619,16 @@ def _tombstones(h: ChannelHistory, channel: str) -> list[Message]:
         if m is not None and m.ts not in shown:
             found.append(m)
     return found
+
+
+def test_replies_share_their_roots_ts_string() -> None:
+    """Each reply event brings its own copy of the thread's ts; history keeps one string."""
+    h = ChannelHistory()
+    root_ts = "".join(["1781020800", ".000100"])
+    h.record(Message(channel="C1", ts=root_ts, text="root"))
+    copy = "".join(["1781020800.", "000100"])
+    assert copy == root_ts and copy is not root_ts
+    h.record(Message(channel="C1", ts="1781020801.000100", thread_ts=copy, text="reply"))
+    stored = h.get("C1", "1781020801.000100")
+    assert stored is not None and stored.thread_ts is root_ts
+    assert h.replies("C1", root_ts) == [stored]

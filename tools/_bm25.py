@@ -17,17 +17,22 @@ sum of every term's idf, which changes with N at every insert; it is computed fr
 of document frequencies (how many terms occur in exactly n documents), so its cost follows the
 number of distinct frequencies, not the vocabulary. Not thread-safe: the caller serialises.
 
-Memory is what bounds a million indexed messages, so the layout is compact: a term's postings
-are an ``array('i')`` of (slot, tf) pairs, or, for the many terms only one document holds, one
-int packing the pair (an array object alone costs more than the posting list of a rare word); a
+Memory is what bounds a million indexed messages, so the layout is compact. A posting is one
+uint32, ``slot << 8 | tf`` (a tf of 255 or more is held as 255, its exact value in a small side
+table: a word said 255 times in one message is rare). A term's postings are, by how many
+documents hold it: one int (the posting itself, or the slot alone for a tf of 1: most words of
+a chat channel occur in one message); a ``bytes`` of up to 64 postings (one small object, where
+an ``array`` would cost a 64-byte object plus a buffer allocated apart: most of the rest occur in
+2 to 10 messages), rebuilt on each change; an ``array('I')`` beyond, appended in place. A
 document's distinct terms sit in one flat list shared by every document (what removing it
 needs), compacted when half of it is garbage. Term strings are interned, so channels that use
-the same words hold them once.
+the same words hold them once. Slots are below 2**24 (16.7 million documents).
 """
 
 from __future__ import annotations
 
 import math
+import struct
 import sys
 from array import array
 from collections.abc import Sequence
@@ -40,39 +45,48 @@ __all__ = ["BM25Index"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-# (slot, tf) pairs; or one pair as an int: the slot itself for tf 1 (the caller's own int object,
-# so a word only one message has costs no int of its own), else -(slot * _TF + tf).
-Postings = Union["array[int]", int]
+# One posting as an int (the slot for tf 1, else -code), up to _SMALL as bytes, beyond as an array.
+Postings = Union[int, bytes, "array[int]"]
 
 _EMPTY_SLOTS: IntArray = np.zeros(0, dtype=np.int64)
 _EMPTY_SCORES: FloatArray = np.zeros(0, dtype=np.float64)
-_TF = 1 << 20  # a packed single posting: -(slot * _TF + tf) (tf below _TF, else an array)
-
-
-def _one(postings: int) -> tuple[int, int]:
-    """(slot, tf) of a single posting held as an int."""
-    return (postings, 1) if postings >= 0 else divmod(-postings, _TF)
-
-
-def _packed(slot: int, tf: int) -> Postings:
-    if tf == 1:
-        return slot
-    return -(slot * _TF + tf) if tf < _TF else array("i", (slot, tf))
-
-
+_SHIFT = 8
+_TF_MASK = (1 << _SHIFT) - 1  # 255: "see the side table" when a tf reaches it
+MAX_SLOTS = 1 << (32 - _SHIFT)
+_SMALL = 64  # the most postings held in a bytes object
+_CODE = struct.Struct("=I")  # one posting in bytes, native order (as array('I') and numpy read it)
 _NO_DOC = -1
 
 
-def _pairs(postings: Postings) -> npt.NDArray[np.int64]:
-    """The postings as an (n, 2) array of (slot, tf): a copy, never a view (an array with an
-    exported buffer could not grow afterwards)."""
+def _code(slot: int, tf: int) -> int:
+    return slot << _SHIFT | min(tf, _TF_MASK)
+
+
+def _single(code: int) -> int:
+    """A lone posting as the int kept for it: the slot itself for tf 1 (the caller's own int
+    object, so a word only one message has costs no int of its own), else -code."""
+    return code >> _SHIFT if code & _TF_MASK == 1 else -code
+
+
+def _codes(postings: Postings) -> npt.NDArray[np.uint32]:
+    """The postings' codes: a copy, never a view (an array with an exported buffer could not
+    grow afterwards)."""
     if isinstance(postings, int):
-        return np.array([_one(postings)], dtype=np.int64)
-    return np.array(postings, dtype=np.int64).reshape(-1, 2)
+        code = _code(postings, 1) if postings >= 0 else -postings
+        return np.array([code], dtype=np.uint32)
+    return np.frombuffer(postings, dtype=np.uint32).copy()
 
 
 def _df(postings: Postings) -> int:
-    return 1 if isinstance(postings, int) else len(postings) // 2
+    if isinstance(postings, int):
+        return 1
+    return len(postings) // 4 if isinstance(postings, bytes) else len(postings)
+
+
+def _position(postings: bytes | array[int], slot: int) -> int:
+    """Where ``slot``'s posting is (the numpy view is gone when this returns)."""
+    codes = np.frombuffer(postings, dtype=np.uint32)
+    return int(np.flatnonzero((codes >> _SHIFT) == slot)[0])
 
 
 class BM25Index:
@@ -89,6 +103,7 @@ class BM25Index:
         self._lengths: npt.NDArray[np.int32] = np.zeros(64, dtype=np.int32)  # tokens per doc
         self._total_length = 0
         self._df_counts: dict[int, int] = {}  # document frequency -> terms with it
+        self._big_tf: dict[tuple[str, int], int] = {}  # (term, slot) -> a tf of 255 or more
         self._average_idf: float | None = None
 
     # -- writes -------------------------------------------------------------------------------
@@ -99,23 +114,43 @@ class BM25Index:
             raise ValueError(f"slot {slot} already holds a document")
         if slot >= len(self._lengths):
             self._grow(max(slot + 1, len(self._lengths) + len(self._lengths) // 4 + 16))
+        if not 0 <= slot < MAX_SLOTS:
+            raise ValueError(f"slot {slot} is out of range (0 to {MAX_SLOTS - 1})")
         counts: dict[str, int] = {}
         for token in tokens:
             counts[token] = counts.get(token, 0) + 1
         self._doc_start[slot] = len(self._doc_terms)
         self._doc_count[slot] = len(counts)
-        for term, tf in counts.items():
-            postings = self._postings.get(term)
+        all_postings = self._postings
+        intern = sys.intern
+        for token, tf in counts.items():
+            # The vocabulary's own string, also for a known term: the tokeniser's cache misses
+            # give every occurrence of a rarer word a string of its own, which the term list
+            # would otherwise keep.
+            term = intern(token)
+            postings = all_postings.get(term)
+            code = _code(slot, tf)
+            if tf >= _TF_MASK:
+                self._big_tf[(term, slot)] = tf
             if postings is None:
-                term = sys.intern(term)
-                self._postings[term] = _packed(slot, tf)
+                all_postings[term] = slot if tf == 1 else -code
                 self._move_df(0, +1)
+            elif isinstance(postings, int):
+                first = -postings if postings < 0 else _code(postings, 1)
+                all_postings[term] = _CODE.pack(first) + _CODE.pack(code)
+                self._move_df(1, +1)
+            elif isinstance(postings, bytes):
+                df = len(postings) // 4
+                if df < _SMALL:
+                    all_postings[term] = postings + _CODE.pack(code)
+                else:
+                    grown = array("I", postings)
+                    grown.append(code)
+                    all_postings[term] = grown
+                self._move_df(df, +1)
             else:
-                if isinstance(postings, int):
-                    postings = self._postings[term] = array("i", _one(postings))
-                self._move_df(len(postings) // 2, +1)
-                postings.append(slot)
-                postings.append(tf)
+                self._move_df(len(postings), +1)
+                postings.append(code)
             self._doc_terms.append(term)
         self._lengths[slot] = len(tokens)
         self._total_length += len(tokens)
@@ -127,18 +162,24 @@ class BM25Index:
         if slot not in self:
             return
         start, count = int(self._doc_start[slot]), int(self._doc_count[slot])
+        all_postings = self._postings
         for term in self._doc_terms[start : start + count]:
-            postings = self._postings[term]
+            postings = all_postings[term]
             df = _df(postings)
-            if isinstance(postings, int) or df == 1:
-                del self._postings[term]
+            if self._big_tf:
+                self._big_tf.pop((term, slot), None)
+            if isinstance(postings, int):
+                del all_postings[term]
+            elif isinstance(postings, bytes):
+                at = 4 * _position(postings, slot)
+                left = postings[:at] + postings[at + 4 :]
+                all_postings[term] = _single(_CODE.unpack(left)[0]) if df == 2 else left
             else:
-                # A view for the scan only: it is gone before the array is resized.
-                at = 2 * int(np.flatnonzero(np.frombuffer(postings, np.int32)[0::2] == slot)[0])
-                postings[at], postings[at + 1] = postings[-2], postings[-1]
-                del postings[-2:]
-                if len(postings) == 2 and postings[1] < _TF:  # one left: pack it
-                    self._postings[term] = _packed(postings[0], postings[1])
+                at = _position(postings, slot)
+                postings[at] = postings[-1]
+                del postings[-1]
+                if df - 1 <= _SMALL // 2:  # shrunk well below the bytes limit: back to bytes
+                    all_postings[term] = postings.tobytes()
             self._move_df(df, -1)
         self._doc_start[slot] = _NO_DOC
         self._doc_count[slot] = 0
@@ -221,9 +262,17 @@ class BM25Index:
         postings = self._postings_of(term)
         if postings is None:
             return _EMPTY_SLOTS
-        if isinstance(postings, int):
-            return np.array([_one(postings)[0]], dtype=np.int64)
-        return np.frombuffer(postings, np.int32)[0::2].astype(np.int64)
+        return (_codes(postings) >> _SHIFT).astype(np.int64)
+
+    def _slots_tf(self, term: str, postings: Postings) -> tuple[IntArray, FloatArray]:
+        """(slots, term frequencies) of ``term``'s postings."""
+        codes = _codes(postings)
+        slots = (codes >> _SHIFT).astype(np.int64)
+        tf = (codes & _TF_MASK).astype(np.float64)
+        if self._big_tf:
+            for at in np.flatnonzero(tf == _TF_MASK).tolist():
+                tf[at] = self._big_tf[(term, int(slots[at]))]
+        return slots, tf
 
     def average_idf(self) -> float:
         """BM25Okapi's ``average_idf``: the mean raw idf over the vocabulary (0 if empty)."""
@@ -268,9 +317,7 @@ class BM25Index:
             postings = self._postings_of(term)
             if postings is None:
                 continue
-            pairs = _pairs(postings)
-            slots = pairs[:, 0]
-            tf = pairs[:, 1].astype(np.float64)
+            slots, tf = self._slots_tf(term, postings)
             norm = k1 * (1 - b + b * lengths[slots].astype(np.float64) / average_length)
             total[slots] += self.idf(term, epsilon=epsilon) * (tf * (k1 + 1) / (tf + norm))
         return total

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from chanctx.bot.slack.routing import current_or_none
-from slack_bolt import BoltResponse
+from slack_bolt import BoltRequest, BoltResponse
+from slack_bolt.middleware import Middleware
 
-__all__ = ["build"]
+__all__ = ["IntakeMiddleware", "build"]
 
 logger = logging.getLogger("chanctx.listeners")
 # Events whose listeners store something of their own (a question queued, the pane's channel
@@ -29,8 +29,14 @@ _REPLAYABLE = frozenset(
 _NO_LISTENER = frozenset({"channel", "group", "mpim"})
 
 
-def build() -> Callable[..., BoltResponse | None]:
-    def intake(body: dict[str, Any], next: Callable[[], None]) -> BoltResponse | None:
+class IntakeMiddleware(Middleware):
+    """The intake, as a Bolt ``Middleware`` object: called directly, without the
+    keyword-argument injection Bolt does for a function middleware on every request."""
+
+    def process(
+        self, *, req: BoltRequest, resp: BoltResponse, next: Callable[[], BoltResponse]
+    ) -> BoltResponse | None:
+        body = req.body
         runtime = current_or_none()  # none for the installation's own events (uninstall)
         event = body.get("event")
         if runtime is None or body.get("type") != "event_callback" or not isinstance(event, dict):
@@ -54,4 +60,6 @@ def build() -> Callable[..., BoltResponse | None]:
         next()
         return None
 
-    return intake
+
+def build() -> IntakeMiddleware:
+    return IntakeMiddleware()
