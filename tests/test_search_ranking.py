@@ -161,3 +161,38 @@ def test_results_stay_bounded_in_their_channel_and_deterministic(
     for hit in hits:
         reasons = [s for s in ("keyword:", "context:", "person:") if s in hit.signal]
         assert reasons or not has_keywords, hit
+
+
+def test_earlier_questions_to_the_bot_do_not_set_the_scale_for_peoples_messages() -> None:
+    people = [
+        _say(-10 * 86_400, "UJO", "I got accepted for the internship at the design studio"),
+        _say(20 * 86_400, "UJO", "Watched a movie with my sister"),  # in March
+        *(_say(-40 * 86_400 + 60 * n, "UNA", f"game night {n} was fun") for n in range(8)),
+    ]
+    asked = "What internship did Joanna get accepted for in March?"
+    exchange = []
+    for n in range(3):  # the same question asked before, and the bot's answers
+        at = 40 * 86_400 + 120 * n
+        exchange.append(
+            Message(
+                channel=C1,
+                ts=f"{T0 + at}.000100",
+                user_id="UNA",
+                text=f"<@UBOT> {asked} internship internship accepted",
+                mentions_self=True,
+            )
+        )
+        exchange.append(
+            Message(
+                channel=C1,
+                ts=f"{T0 + at + 1}.000100",
+                user_id="UBOT",
+                text="Joanna got accepted for the internship (internship, accepted).",
+                is_self=True,
+            )
+        )
+    alone = _texts(_history(people), asked)
+    crowded = _texts(_history(people + exchange), asked)
+    assert alone[0][0] == crowded[0][0] == people[0].text
+    # The exchange comes after every message of people, whatever it matched.
+    assert [text for text, _ in crowded[:2]] == [m.text for m in people[:2]]

@@ -311,7 +311,10 @@ def search(
             [k.term for k in scoring], k1=ranking.k1, b=ranking.b, epsilon=ranking.epsilon
         )[matched]
         bm25 = np.maximum(bm25, 0.0)
-        best = float(bm25.max()) if len(bm25) else 0.0
+        # The scale is set by people's messages: an earlier question asked of the bot (or its
+        # answer) repeats the intent's words and would otherwise shrink every other match.
+        people = bm25[~rows.exchange[matched]]
+        best = float(people.max()) if len(people) else float(bm25.max()) if len(bm25) else 0.0
         keyword[matched] = ranking.keyword_bm25 * bm25 / (best or 1.0) + (
             ranking.keyword_share * share[matched] / sum(weights)
         )
