@@ -73,7 +73,8 @@ __all__ = ["ORIGINAL", "Hit", "Ranking", "Search", "periods", "search"]
 _ASKS_WHY = re.compile(r"\b(why|cause[ds]?|reason|root cause|went wrong|what happened)\b")
 LIVE_THREAD = 86_400.0  # a reply within a day of "now" makes a thread "recent_activity"
 _CAPITALISED = re.compile(r"(?<![\w.\-/:#])[A-Z]\w*")
-_EXCHANGE = 1e6  # below any score a person's message can have
+_EXCHANGE = 1e6
+_NEAR_OF = 500  # the matches whose context neighbours become candidates, at most  # below any score a person's message can have
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -219,7 +220,8 @@ def _context(index: ChannelIndex, keyword: Floats, slots: Ints, ranking: Ranking
 
 
 def _near(index: ChannelIndex, slots: Ints, ranking: Ranking) -> Ints:
-    """The conversation neighbours of ``slots`` that :func:`_context` would count."""
+    """The conversation neighbours of ``slots`` that :func:`_context` would count (repeats
+    possible: the caller only marks them)."""
     rows = index.rows
     here = rows.ts[slots]
     found: list[Ints] = []
@@ -232,7 +234,7 @@ def _near(index: ChannelIndex, slots: Ints, ranking: Ranking) -> Ints:
             )
             if weight:
                 found.append(current[near].astype(np.int64))
-    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
 def _neighbours(index: ChannelIndex, slot: int, ranking: Ranking) -> list[int]:
@@ -321,7 +323,14 @@ def search(
         chosen_mask[matched] = True
         if ranking.context_candidates and any(k.word.isalpha() for k in scoring):
             # Not for a lookup of identifiers only ("v2.30.4", "#9931"): it wants its matches.
-            chosen_mask[in_window(_near(index, matched, ranking))] = True
+            # Around the best matches only: a neighbour ranks by its context, so the
+            # neighbours of weak matches would never be shown, and a common word can match
+            # a third of a large channel.
+            best_matches = matched
+            if len(matched) > _NEAR_OF:
+                cut = np.argpartition(-keyword[matched], _NEAR_OF)[:_NEAR_OF]
+                best_matches = matched[cut]
+            chosen_mask[_near(index, best_matches, ranking)] = True  # windowed below
         if ranking.thread_share:
             # A reply whose root matched is a candidate too (slot -1 reads the extra cell).
             chosen_mask[:capacity] |= chosen_mask[rows.root[:capacity]]
