@@ -351,8 +351,8 @@ def main(argv: Sequence[str] = ()) -> None:
 message at a time into `tools._indexed.IndexedHistory` (bounded at {size:,} per channel, the
 history the bot runs on with `CHANCTX_HISTORY_PER_CHANNEL`). {QUERIES} realistic intents
 ("why did checkout-api fail?", "what did Dev say about redis ...", "502s from gateway #4821").
-Every ranking signal on (BM25, keyword share, thread, conversational context, dates, cause,
-recency, activity). Baseline, same run: rank-bm25 `BM25Okapi.get_scores` over the same
+Every ranking signal on (BM25, keyword share, thread, conversational context and its candidates,
+dates, named people, cause, recency, activity). Baseline, same run: rank-bm25 `BM25Okapi.get_scores` over the same
 documents (a full scan; building it, {count:,} documents, not counted).
 
 | search at {count:,} messages | p50 (ms) | p95 (ms) |

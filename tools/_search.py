@@ -17,6 +17,11 @@ message is
           UTC): "the outage in March", "what we decided in 2024"
   + 0.3 if the intent asks why and the message states a cause ("because", "found it", ...)
   + 0.6 if an author asked for wrote it
+  + 0.3 if a person the intent names wrote it ("person:" signal): "what are Joanna's hobbies"
+          asks for messages *by* Joanna. A capitalised keyword that is a word of an author's
+          name marks that author; it then stops being a keyword, since her name is in every
+          message of hers (it is part of each message's document) and in the replies that
+          address her ("Thanks, Joanna!"), so as a word it would favour the wrong person
   + 0.1 * recency    (halves every 3 days since the last activity in its thread)
   + 0.15 * activity  (log of its thread's reply count, relative to the busiest thread)
 
@@ -27,18 +32,20 @@ BM25 is Okapi BM25 (k1 = 1.2, b = 0.4: chat messages are short and their length 
 about their topic, so length is normalised only mildly) over Porter-stemmed terms of the text,
 the author's name and file titles; its scores equal rank_bm25.BM25Okapi's on the same corpus.
 
-A message is a candidate only if it or its root matched a keyword, or an asked author wrote
-it: context raises candidates, it never makes one (an exact lookup such as "v2.30.4" must not
-list the chatter around each match). An intent with no keywords at all ("what's going on?")
-makes every message a candidate, ranked by recency and activity (and date). Keywords
-dominate: the rest only reorders messages of similar relevance. The share term matters in small channels, where BM25's idf can
-go negative for a word most messages use (BM25Okapi then floors it at 0.25 * the mean idf).
+A message is a candidate if it or its root matched a keyword, if it is one of the context
+neighbours of a match (the reply to "anyone know a good dentist?" is often "Dr Lee on 5th"
+with no word of the question; it ranks by its context alone, so below the matches around it),
+or if an asked or named author wrote it. Chatter beyond the context window never is, and a
+lookup of identifiers only ("v2.30.4", "#9931": no plain word) gets its matches alone. An
+intent with no keywords at all ("what's going on?") makes every message a candidate, ranked
+by recency and activity (and date). Keywords dominate: the rest only reorders messages of
+similar relevance. The share term matters in small channels, where BM25's idf can go
+negative for a word most messages use (BM25Okapi then floors it at 0.25 * the mean idf).
 BM25's statistics are the whole channel's; ``since`` only filters.
 
 :class:`Ranking` holds every weight; its defaults are the tool's. ``ORIGINAL`` is the ranking
 before the LoCoMo work (light stemmer, k1 = 1.5, b = 0.75, plain share, no context, no date,
-recency 0.25),
-kept so ``bench/locomo.py`` can measure each change (bench/RESULTS.md has the ablation).
+no named person, recency 0.25), kept so ``bench/locomo.py`` can measure each change (bench/RESULTS.md has the ablation).
 Everything is computed with numpy over the index's columns: the cost follows the number of
 matching messages plus a few vectorised passes, never a Python loop over the channel; the
 Python work per call is for the results shown.
@@ -46,7 +53,6 @@ Python work per call is for the results shown.
 
 from __future__ import annotations
 
-import calendar
 import math
 import re
 from collections.abc import Sequence
@@ -58,14 +64,17 @@ import numpy.typing as npt
 from chanctx.cache import ts_key
 from chanctx.context import Message, Names
 from chanctx.context._render import author_of, text_of
+from chanctx.tools._dates import in_periods, label, periods
 from chanctx.tools._index import ChannelIndex
-from chanctx.tools._keywords import Keyword, Stemmer, keywords
+from chanctx.tools._keywords import Keyword, Stemmer, keywords, terms
 
 __all__ = ["ORIGINAL", "Hit", "Ranking", "Search", "periods", "search"]
 
 _ASKS_WHY = re.compile(r"\b(why|cause[ds]?|reason|root cause|went wrong|what happened)\b")
 LIVE_THREAD = 86_400.0  # a reply within a day of "now" makes a thread "recent_activity"
-_EXCHANGE = 1e6  # below any score a person's message can have
+_CAPITALISED = re.compile(r"(?<![\w.\-/:#])[A-Z]\w*")
+_EXCHANGE = 1e6
+_NEAR_OF = 500  # the matches whose context neighbours become candidates, at most  # below any score a person's message can have
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -88,9 +97,11 @@ class Ranking:
     context_before: tuple[float, ...] = (0.5, 0.5)
     context_after: tuple[float, ...] = (0.5, 0.5)
     context_gap: float = 900.0  # seconds between two messages of one conversation, at most
+    context_candidates: bool = True  # a match's neighbours are candidates too
     date_boost: float = 0.5
     cause_boost: float = 0.3
     author_boost: float = 0.6
+    named_person: float = 0.3  # a person the intent names wrote it (their name is no keyword)
     recency_weight: float = 0.1
     recency_half_life: float = 3 * 86_400.0
     activity_weight: float = 0.15
@@ -103,7 +114,9 @@ ORIGINAL = Ranking(
     share_by_idf=False,
     context_before=(),
     context_after=(),
+    context_candidates=False,
     date_boost=0.0,
+    named_person=0.0,
     recency_weight=0.25,
 )
 
@@ -125,80 +138,6 @@ class Search:
     keywords: list[Keyword]
 
 
-# -- dates in the intent ----------------------------------------------------------------------
-
-_MONTHS = {name.casefold(): number for number, name in enumerate(calendar.month_name) if name}
-_YEAR = r"(?:19|20)\d\d"
-_MONTH_DATE = re.compile(
-    rf"\b(?P<month>{'|'.join(_MONTHS)})\b(?P<day>\s+\d{{1,2}}(?:st|nd|rd|th)?\b)?"
-    rf"(?:\s*,?\s*(?P<year>{_YEAR})\b)?",
-    re.IGNORECASE,
-)
-_DAY_BEFORE = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?$", re.IGNORECASE)
-# A year alone only after a word that makes it one ("in 2024"; not "2000 rps").
-_YEAR_ALONE = re.compile(
-    rf"\b(?:in|during|of|since|from|until|through|throughout|early|late|mid|year)\s+"
-    rf"(?P<year>{_YEAR})\b",
-    re.IGNORECASE,
-)
-
-
-Period = tuple[int | None, int | None]  # (year, month); None: any
-
-
-def periods(intent: str) -> list[Period]:
-    """The (year, month) periods an intent names, in order; None means "any".
-
-    "in July" -> (None, 7); "July 8, 2023" and "8 July 2023" -> (2023, 7); "in 2024" ->
-    (2024, None). "May" is also a verb: it counts only next to a day or a year ("May 8",
-    "8 May", "May 2024"); a year alone only after "in", "during", "since"... ("2000 rps" is no
-    date).
-    """
-    found: list[Period] = []
-    taken: list[tuple[int, int]] = []
-    period: Period
-    for match in _MONTH_DATE.finditer(intent):
-        month = _MONTHS[match["month"].casefold()]
-        day_before = bool(_DAY_BEFORE.search(intent[: match.start()]))
-        if month == 5 and not (match["day"] or match["year"] or day_before):
-            continue
-        taken.append(match.span())
-        period = (int(match["year"]) if match["year"] else None, month)
-        if period not in found:
-            found.append(period)
-    for match in _YEAR_ALONE.finditer(intent):
-        if any(start <= match.start("year") < end for start, end in taken):
-            continue
-        period = (int(match["year"]), None)
-        if period not in found:
-            found.append(period)
-    return found
-
-
-def _label(period: tuple[int | None, int | None]) -> str:
-    year, month = period
-    if month is None:
-        return str(year)
-    name = calendar.month_name[month]
-    return name if year is None else f"{name} {year}"
-
-
-def _in_periods(seconds: Floats, wanted: list[tuple[int | None, int | None]]) -> Ints:
-    """Per message, the index of the first period it was posted in (UTC), or -1."""
-    months = seconds.astype("int64").astype("datetime64[s]").astype("datetime64[M]")
-    since_1970 = months.astype(np.int64)
-    years, month_numbers = since_1970 // 12 + 1970, since_1970 % 12 + 1
-    found = np.full(len(seconds), -1, dtype=np.int64)
-    for number, (year, month) in reversed(list(enumerate(wanted))):
-        match = np.ones(len(seconds), dtype=np.bool_)
-        if year is not None:
-            match &= years == year
-        if month is not None:
-            match &= month_numbers == month
-        found[match] = number
-    return found
-
-
 # -- the ranking ------------------------------------------------------------------------------
 
 
@@ -207,6 +146,38 @@ def _author_keys(message: Message, names: Names) -> set[str]:
     keys = {author.user_id.casefold(), author.display_name.casefold()}
     keys.update(author.display_name.casefold().split())
     return keys - {""}
+
+
+def _named_people(
+    index: ChannelIndex, intent: str, wanted: list[Keyword], names: Names, ranking: Ranking
+) -> tuple[list[int], list[Keyword]]:
+    """(author codes of the people the intent names, the keywords left to match words).
+
+    "What is Joanna inspired by?" asks about messages *by* Joanna: her name is in every one of
+    them (it is part of each message's document) and in the replies that address her, so as a
+    word it says little and favours the other person's "Thanks, Joanna!". A keyword names a
+    person if it is written capitalised in the intent and is a word of an author's display
+    name ("dev" in "the dev deploy" stays a word, even beside a person called Dev); it then
+    leaves the keywords, unless nothing else is left, and that person's messages become
+    candidates, raised by ``named_person``.
+    """
+    if not ranking.named_person or not wanted:
+        return [], wanted
+    capitalised = {token.casefold() for token in _CAPITALISED.findall(intent)}
+    asked = [k for k in wanted if k.word in capitalised]
+    if not asked:
+        return [], wanted
+    codes: list[int] = []
+    name_terms: set[str] = set()
+    for code, message in enumerate(index.author_messages()):
+        if message.is_self or message.is_bot:
+            continue
+        own = set(terms(author_of(message, names).display_name, index.stemmer))
+        hit = {k.term for k in asked} & own
+        if hit:
+            codes.append(code)
+            name_terms |= hit
+    return codes, [k for k in wanted if k.term not in name_terms] or wanted
 
 
 def _keyword_slots(index: ChannelIndex, keyword: Keyword) -> Ints:
@@ -246,6 +217,24 @@ def _context(index: ChannelIndex, keyword: Floats, slots: Ints, ranking: Ranking
             near = np.abs(rows.ts[current] - here) <= distance * ranking.context_gap
             total += weight * keyword[current] * near
     return total
+
+
+def _near(index: ChannelIndex, slots: Ints, ranking: Ranking) -> Ints:
+    """The conversation neighbours of ``slots`` that :func:`_context` would count (repeats
+    possible: the caller only marks them)."""
+    rows = index.rows
+    here = rows.ts[slots]
+    found: list[Ints] = []
+    for links, weights in ((rows.prev, ranking.context_before), (rows.next, ranking.context_after)):
+        current: npt.NDArray[np.integer[Any]] = slots
+        for distance, weight in enumerate(weights, start=1):
+            current = links[current]
+            near = (current >= 0) & (
+                np.abs(rows.ts[current] - here) <= distance * ranking.context_gap
+            )
+            if weight:
+                found.append(current[near].astype(np.int64))
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
 def _neighbours(index: ChannelIndex, slot: int, ranking: Ranking) -> list[int]:
@@ -293,6 +282,7 @@ def search(
     scanned, oldest, newest = index.window(since, hidden)
     if not scanned:
         return Search([], 0, 0, None, wanted)
+    named_codes, scoring = _named_people(index, intent, wanted, names, ranking)
     time_range = (index.message(oldest).ts, index.message(newest).ts)
     rows = index.rows
     capacity = index.capacity
@@ -307,27 +297,40 @@ def search(
     # Dense keyword scores (0 where no keyword matched), one extra cell for "no slot" (-1).
     keyword = np.zeros(capacity + 1, dtype=np.float64)
     chosen_mask = np.zeros(capacity + 1, dtype=np.bool_)
-    if wanted:
+    if scoring:
         # A message matches a keyword if it holds its term, or (a compound keyword written
         # apart, "checkout api") all of its parts.
-        keyword_slots = [_keyword_slots(index, k) for k in wanted]
+        keyword_slots = [_keyword_slots(index, k) for k in scoring]
         for found in keyword_slots:
             chosen_mask[found] = True
         matched = in_window(np.flatnonzero(chosen_mask[:capacity]))
         chosen_mask[:] = False
-        weights = [_keyword_weight(index, k, ranking) for k in wanted]
+        weights = [_keyword_weight(index, k, ranking) for k in scoring]
         share = np.zeros(capacity + 1, dtype=np.float64)
         for found, weight in zip(keyword_slots, weights, strict=True):
             share[found] += weight
         bm25 = index.bm25.dense_scores(
-            [k.term for k in wanted], k1=ranking.k1, b=ranking.b, epsilon=ranking.epsilon
+            [k.term for k in scoring], k1=ranking.k1, b=ranking.b, epsilon=ranking.epsilon
         )[matched]
         bm25 = np.maximum(bm25, 0.0)
-        best = float(bm25.max()) if len(bm25) else 0.0
+        # The scale is set by people's messages: an earlier question asked of the bot (or its
+        # answer) repeats the intent's words and would otherwise shrink every other match.
+        people = bm25[~rows.exchange[matched]]
+        best = float(people.max()) if len(people) else float(bm25.max()) if len(bm25) else 0.0
         keyword[matched] = ranking.keyword_bm25 * bm25 / (best or 1.0) + (
             ranking.keyword_share * share[matched] / sum(weights)
         )
         chosen_mask[matched] = True
+        if ranking.context_candidates and any(k.word.isalpha() for k in scoring):
+            # Not for a lookup of identifiers only ("v2.30.4", "#9931"): it wants its matches.
+            # Around the best matches only: a neighbour ranks by its context, so the
+            # neighbours of weak matches would never be shown, and a common word can match
+            # a third of a large channel.
+            best_matches = matched
+            if len(matched) > _NEAR_OF:
+                cut = np.argpartition(-keyword[matched], _NEAR_OF)[:_NEAR_OF]
+                best_matches = matched[cut]
+            chosen_mask[_near(index, best_matches, ranking)] = True  # windowed below
         if ranking.thread_share:
             # A reply whose root matched is a candidate too (slot -1 reads the extra cell).
             chosen_mask[:capacity] |= chosen_mask[rows.root[:capacity]]
@@ -339,6 +342,8 @@ def search(
     ]
     if codes:
         chosen_mask[:capacity] |= np.isin(rows.author[:capacity], codes)
+    if named_codes:
+        chosen_mask[:capacity] |= np.isin(rows.author[:capacity], named_codes)
     if not wanted:
         chosen_mask[:capacity] = rows.live[:capacity]
     candidates = in_window(np.flatnonzero(chosen_mask[:capacity]))
@@ -358,8 +363,13 @@ def search(
     asks_why = bool(_ASKS_WHY.search(intent.casefold())) and bool(ranking.cause_boost)
     explains = rows.cause[candidates] & asks_why
     named = periods(intent) if ranking.date_boost else []
-    period_of = _in_periods(rows.ts[candidates], named) if named else np.full(len(candidates), -1)
+    period_of = in_periods(rows.ts[candidates], named) if named else np.full(len(candidates), -1)
     authored = np.isin(rows.author[candidates], codes) if codes else np.zeros(len(candidates), bool)
+    by_named = (
+        np.isin(rows.author[candidates], named_codes)
+        if named_codes
+        else np.zeros(len(candidates), dtype=np.bool_)
+    )
     own = keyword[candidates]
     thread = keyword[rows.root[candidates]] if wanted else np.zeros(len(candidates))
     context = (
@@ -374,6 +384,7 @@ def search(
         + ranking.date_boost * (period_of >= 0)
         + ranking.cause_boost * explains
         + ranking.author_boost * authored
+        + ranking.named_person * by_named
         + ranking.recency_weight * recency
         + ranking.activity_weight * activity
     )
@@ -391,7 +402,7 @@ def search(
         signals = _signals(
             index,
             slot,
-            wanted,
+            scoring,
             ranking,
             keyword,
             thread=bool(ranking.thread_share and thread[position] > 0),
@@ -399,6 +410,7 @@ def search(
             period=named[int(period_of[position])] if period_of[position] >= 0 else None,
             explains=bool(explains[position]),
             author=author_of(message, names).display_name if authored[position] else None,
+            person=author_of(message, names).display_name if by_named[position] else None,
             live_thread=bool(
                 last_reply[position] and reference - last_reply[position] <= LIVE_THREAD
             ),
@@ -467,6 +479,7 @@ def _signals(
     period: tuple[int | None, int | None] | None,
     explains: bool,
     author: str | None,
+    person: str | None,
     live_thread: bool,
 ) -> str:
     """Why a message ranks: every signal that added to its score, in a fixed order."""
@@ -485,11 +498,13 @@ def _signals(
         near = [n for n in _neighbours(index, slot, ranking) if keyword[n] > 0]
         signals.append("context:" + ",".join(words(near)))
     if period is not None:
-        signals.append("date:" + _label(period))
+        signals.append("date:" + label(period))
     if explains:
         signals.append("states_cause")
     if author is not None:
         signals.append("author:" + author)
+    if person is not None:
+        signals.append("person:" + person)
     if live_thread:
         signals.append("recent_activity")
     return "; ".join(signals) or "recency"
