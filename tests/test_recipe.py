@@ -646,7 +646,9 @@ def test_total_budget_holds_and_earlier_sources_come_first(
     indexes = [block.source_index for block in fitted.blocks]
     assert indexes == sorted(indexes)
     for block in fitted.blocks:
-        assert block.tokens == counter.count(block.text) > 0
+        assert block.tokens == counter.count(block.text)
+        # Claude's tokenizers drop control characters: only a text of nothing else costs 0.
+        assert block.tokens > 0 or not any(c.isprintable() for c in block.text)
         limit = recipe.sources[block.source_index]
         assert isinstance(limit, FileSource | ComputedFileSource)
         assert limit.max_tokens is None or block.tokens <= limit.max_tokens
