@@ -197,8 +197,9 @@ class ContextEngine:
     _partial: TTLCache[tuple[str, str], tuple[str | None, str | None]] = field(
         default_factory=lambda: TTLCache(maxsize=2_000, ttl=6 * 3600)
     )
-    # Pinned messages per channel (pins.list on a cold start, then pin_added / pin_removed),
-    # for the query API; pins removed recently, so a cold start racing the event keeps it off.
+    # Pinned messages per channel (pins.list the first time the query API wants them, then
+    # pin_added / pin_removed); pins removed recently, so a pins.list racing the event keeps it
+    # off. Answers do not use pins: a mention's cold start does not spend a Tier 2 call on them.
     _pins: dict[str, OrderedDict[str, Message]] = field(default_factory=dict)
     _unpinned: TTLCache[tuple[str, str], bool] = field(
         default_factory=lambda: TTLCache(maxsize=10_000, ttl=3600)
@@ -345,8 +346,8 @@ class ContextEngine:
             self._pins.pop(message.channel, None)
 
     def _fetch_pins(self, channel: str) -> None:
-        """Pins made before this start (one pins.list a channel and process: a replica that
-        learned the channel's history from another still asks once, when pins are wanted).
+        """Pins made before this start (one pins.list a channel and process, when pins are
+        first wanted).
         Pin events seen since then win (they are newer)."""
         if self.slack is None:
             return
@@ -422,7 +423,6 @@ class ContextEngine:
         self._adopt(messages)
         if self.learned is not None:
             self.learned.warmed(channel, messages)
-        self._fetch_pins(channel)
 
     def held(self, channel: str) -> int:
         """Messages of ``channel`` in memory (no Slack call)."""

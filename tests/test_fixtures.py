@@ -431,7 +431,7 @@ def test_channel_knowledge_reads_the_old_pins_once_and_answers_from_the_channel(
     # The query API's side of this fixture (files, recipe, pins) is tests/test_query_sources.py.
     (turn,) = report("channel_knowledge")["turns"]
     assert turn["error"] is None and turn["channel"] == "C0PLATFORM"
-    assert calls("channel_knowledge", "pins.list") == 1  # the cold start, with the history
+    assert calls("channel_knowledge", "pins.list") == 0  # answers do not use pins
     assert calls("channel_knowledge", "conversations.history") == 1
     assert calls("channel_knowledge", "files.info") == 0  # no file is read for an answer
     assert any("Failover runbook" in text for text in snapshot_texts(turn))

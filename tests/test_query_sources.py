@@ -135,7 +135,7 @@ def test_pins_from_before_the_start_and_from_events_lead_and_an_unpin_drops_one(
     body = served.query(query="flaky test", type_filters=["message"])
     pinned = [c["text"] for c in body["chunks"] if c["pinned"]]
     # test_checkout_timeout was pinned in the stream; the Friday rule was pinned before the
-    # bot started (pins.list on the cold start) and unpinned in the stream.
+    # bot started (one pins.list, on the first query) and unpinned in the stream.
     assert any("test_checkout_timeout" in text for text in pinned)
     assert not any("read-only on Fridays after 14:00" in text for text in pinned)
     assert served.bot.slack.call_counts().get("pins.list") == 1
