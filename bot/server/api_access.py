@@ -129,7 +129,7 @@ def validation_errors(error: ValidationError) -> list[dict[str, str]]:
     ]
 
 
-def granted(keys: ApiKeys | None, authorization: str) -> list[str] | str | None:
+def granted(keys: ApiKeys | None, authorization: str) -> Grant | None:
     """The channels the request's key may read ("*": all); None without a known key."""
     if keys is None:
         return "*"
@@ -137,5 +137,5 @@ def granted(keys: ApiKeys | None, authorization: str) -> list[str] | str | None:
     return keys.grant(presented) if presented else None
 
 
-def may_read(grant: list[str] | str, channel: str) -> bool:
+def may_read(grant: Grant, channel: str) -> bool:
     return grant == "*" or channel in grant

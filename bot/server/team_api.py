@@ -90,7 +90,9 @@ class TeamApi(Generic[R]):
 
     def _team_app(self, team: str) -> Starlette | None:
         runtime = self._runtime_for(team)
-        if runtime is None:
+        if runtime is None:  # uninstalled: let go of routes that hold its old runtime's caches
+            with self._lock:
+                self._apps.pop(team, None)
             return None
         with self._lock:
             held = self._apps.get(team)
