@@ -23,4 +23,6 @@ BENCHES: Final[dict[str, tuple[str, ...]]] = {
     "durable": ("Memory under load (durable answering)",),
     "scale_out": ("Scale-out on Redis",),
     "memory": ("Memory per message and intake",),
+    # Last: it draws the pictures from the tables the others wrote.
+    "plots": ("Plots",),
 }
