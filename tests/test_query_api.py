@@ -297,6 +297,22 @@ def test_the_socket_answers_several_queries_and_refuses_what_it_must(api: str) -
                            "error": f"this key may not read channel {RANDOM}"}  # fmt: skip
         socket.send("not json")
         assert json.loads(socket.recv(timeout=30))["status"] == 422
+        # Seed 001's form: the fields in "options", the answer under "data".
+        options = {"channel": INCIDENTS, "token_budget": 600, "format": "json"}
+        socket.send(json.dumps({"type": "query", "id": 5, "query": "rollback", "options": options}))
+        received = []
+        while not received or received[-1]["type"] != "complete":
+            received.append(json.loads(socket.recv(timeout=30)))
+        assert [set(m) for m in received] == [{"type", "id", "data"}] * len(received)
+        assert received[-1]["data"]["total_chunks"] == len(received) - 1 >= 1
+        assert received[-1]["data"]["token_budget"] == 600
+        assert all(m["data"]["tokens"] > 0 for m in received[:-1])
+        clash = {"type": "query", "id": 6, "query": "x", "channel": INCIDENTS, "options": options}
+        socket.send(json.dumps(clash))
+        refused = json.loads(socket.recv(timeout=30))
+        assert refused["status"] == 422 and "channel given both" in refused["error"]
+        socket.send(json.dumps({"type": "query", "id": 7, "query": "x", "options": [1]}))
+        assert "options must be an object" in json.loads(socket.recv(timeout=30))["error"]
     with pytest.raises(InvalidStatus), connect(url):  # no key: the handshake itself is refused
         pass
 

@@ -60,9 +60,17 @@ def test_a_profile_is_created_read_replaced_and_deleted(served: Served) -> None:
     assert call("PUT", f"{origin}/api/profiles/triage-bot", wider)[0] == 200
     assert ProfileStore(data).get("triage-bot") is not None  # on disk: a restart keeps it
     assert ProfileStore(data).get("triage-bot").token_budget == 900  # type: ignore[union-attr]
-    named = {**wider, "name": "other"}  # a name in a PUT body is refused, not obeyed
+    named = {**wider, "name": "other"}  # another name in a PUT body is refused, not obeyed
     status, body = call("PUT", f"{origin}/api/profiles/triage-bot", named)
     assert status == 422 and body["fields"][0]["field"] == "name"
+    assert "'other'" in body["error"] and "'triage-bot'" in body["error"]
+    assert call("GET", f"{origin}/api/profiles/other")[0] == 404
+    # GET, edit, PUT: the body repeats its own name, and that is accepted.
+    _, fetched = call("GET", f"{origin}/api/profiles/triage-bot")
+    status, body = call(
+        "PUT", f"{origin}/api/profiles/triage-bot", {**fetched, "token_budget": 700}
+    )
+    assert status == 200 and body == {**fetched, "token_budget": 700}
     assert call("DELETE", f"{origin}/api/profiles/triage-bot")[0] == 204
     assert call("GET", f"{origin}/api/profiles/triage-bot")[0] == 404
     assert call("DELETE", f"{origin}/api/profiles/triage-bot")[0] == 404

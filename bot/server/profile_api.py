@@ -35,6 +35,13 @@ def profile_routes(profiles: ProfileStore, keys: ApiKeys | None) -> list[BaseRou
             data = json.loads(raw)
             if name is None:
                 return AgentProfile.model_validate(data)
+            if isinstance(data, dict) and "name" in data:
+                # A GET, edit, PUT round trip repeats the name; naming another profile is a
+                # mistake the client should hear about, not a rename.
+                given = data.pop("name")
+                if given != name:
+                    return refuse(422, f"the body names profile {given!r} but the path {name!r}",
+                                  fields=[{"field": "name", "problem": f"must be {name!r}"}])  # fmt: skip
             fields = ProfileFields.model_validate(data)
             return AgentProfile.model_validate({**fields.model_dump(), "name": name})
         except ValidationError as error:

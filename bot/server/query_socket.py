@@ -12,6 +12,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from chanctx.bot.engine import ContextEngine
 from chanctx.bot.server.api_access import may_read, validation_errors
@@ -92,8 +93,13 @@ async def _answer_on_socket(
         return
     query_id = data.pop("id", None)
     data.pop("type")
+    flat = "options" not in data
+    fields, clash = _fields(data)
+    if clash is not None:
+        await websocket.send_json({"type": "error", "id": query_id, "status": 422, "error": clash})
+        return
     try:
-        body = QueryBody.model_validate(data)
+        body = QueryBody.model_validate(fields)
     except ValidationError as error:
         await websocket.send_json(
             {"type": "error", "id": query_id, "status": 422, "fields": validation_errors(error)}
@@ -110,11 +116,40 @@ async def _answer_on_socket(
     if gone.is_set():
         return  # nobody to tell
     for chunk in answer["chunks"]:
-        await websocket.send_json({"type": "chunk", "id": query_id, "chunk": chunk})
+        await websocket.send_json(
+            _reply("chunk", query_id, chunk, flat=flat, legacy={"chunk": chunk})
+        )
     if answer["timed_out"]:
-        await websocket.send_json({"type": "timeout", "id": query_id, **answer})
+        await websocket.send_json(_reply("timeout", query_id, answer, flat=flat, legacy=answer))
         return
-    await websocket.send_json({"type": "complete", "id": query_id, **completion(answer, started)})
+    done = completion(answer, started)
+    await websocket.send_json(_reply("complete", query_id, done, flat=flat, legacy=done))
+
+
+def _fields(data: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The query's fields from either form: seed 001's ``{"query", "options": {...}}`` or the
+    flat one with every field beside ``query``. A field given in both places is refused rather
+    than one silently winning."""
+    options = data.pop("options", None)
+    if options is None:
+        return data, None
+    if not isinstance(options, dict):
+        return data, f"options must be an object, not {type(options).__name__}"
+    both = sorted(set(options) & set(data))
+    if both:
+        return data, f"{', '.join(both)} given both in options and beside it; give it once"
+    return {**data, **options}, None
+
+
+def _reply(
+    kind: str, query_id: Any, data: dict[str, Any], *, flat: bool, legacy: dict[str, Any]
+) -> dict[str, Any]:
+    """A server message: ``{"type", "id", "data"}`` as seed 001 has it; a query sent in the flat
+    form also gets the keys it was answered with before ``data`` existed."""
+    message: dict[str, Any] = {"type": kind, "id": query_id, "data": data}
+    if flat:
+        message.update(legacy)
+    return message
 
 
 @contextlib.contextmanager
