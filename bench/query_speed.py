@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
-from chanctx.bot.engine import ContextEngine
+from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.server import BackgroundServer
 from chanctx.bot.server.query_api import QueryBody, query_routes, run_query
 from chanctx.bot.slack.intake import SelfIdentity

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from chanctx.bot.replay.fixture import load_fixture
 from chanctx.bot.replay.offline import OfflineBot
-from chanctx.bot.slack.assistant_threads import AssistantThreads
+from chanctx.bot.stores.pane_threads.local import AssistantThreads
 from chanctx.tools import read_context_output
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "assistant_pane"

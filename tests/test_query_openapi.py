@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 import schemathesis
-from chanctx.bot.server.profiles import ProfileStore
 from chanctx.bot.server.query_api import ApiKeys
+from chanctx.bot.stores.profiles.local import ProfileStore
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chanctx.bot.server.profiles import ProfileStore
 from chanctx.bot.server.query_api import ApiKeys
+from chanctx.bot.stores.profiles.local import ProfileStore
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

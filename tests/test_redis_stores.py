@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 import redis
-from chanctx.bot.server.profiles import AgentProfile
-from chanctx.bot.shared.installations import RedisInstallationStore
-from chanctx.bot.shared.pane import RedisAssistantThreads
-from chanctx.bot.shared.profiles import RedisProfileStore
+from chanctx.bot.stores.installations.redis import RedisInstallationStore
+from chanctx.bot.stores.pane_threads.redis import RedisAssistantThreads
+from chanctx.bot.stores.profiles.local import AgentProfile
+from chanctx.bot.stores.profiles.redis import RedisProfileStore
 from chanctx.manifest_store import (
     CustomEntry,
     RedisFeedbackStore,

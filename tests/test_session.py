@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from chanctx.bot.claude.prompt import CONTEXT_HEADER, system_prompt
-from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
 from chanctx.bot.claude.session import SessionSettings
+from chanctx.bot.core.recipe_runner import RecipeRunner, load_recipe
 from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_claude import OFFLINE_MARK
 from chanctx.bot.replay.offline import OfflineBot

@@ -11,7 +11,7 @@ import copy
 from typing import Any
 
 from chanctx.bot.claude.prompt import CONTEXT_HEADER
-from chanctx.bot.playbooks import PLAYBOOK_PREFIX
+from chanctx.bot.playbooks.channel_playbooks import PLAYBOOK_PREFIX
 from chanctx.manifest_store import CustomEntry, Entry, MessageEntry
 
 __all__ = [

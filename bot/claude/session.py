@@ -23,8 +23,6 @@ from typing import Any, Literal
 
 import anthropic
 from cachetools import LRUCache
-from chanctx.bot.channel_view import EngineView
-from chanctx.bot.claude.answers import Answer, SentBlock, ToolCall, Turn
 from chanctx.bot.claude.conversation import (
     CONTEXT_BLOCK_HEAD,
     CUT_OFF,
@@ -39,9 +37,6 @@ from chanctx.bot.claude.conversation import (
     with_breakpoints,
 )
 from chanctx.bot.claude.prompt import CONTEXT_HEADER, system_prompt
-from chanctx.bot.claude.recipe_runner import RecipeRunner
-from chanctx.bot.claude.request_fit import estimate_tokens, fit_request
-from chanctx.bot.claude.request_rules import NO_ANSWER, check_request, repaired
 from chanctx.bot.claude.scratchpad import (
     SCRATCHPAD_READ,
     SCRATCHPAD_TOOL,
@@ -62,8 +57,13 @@ from chanctx.bot.claude.session_state import (
     add_usage,
     held_in_package,
 )
-from chanctx.bot.engine import BuiltContext, ContextEngine
-from chanctx.bot.playbooks import ChannelPlaybooks
+from chanctx.bot.core.channel_view import EngineView
+from chanctx.bot.core.engine import BuiltContext, ContextEngine
+from chanctx.bot.core.recipe_runner import RecipeRunner
+from chanctx.bot.core.turns import Answer, SentBlock, ToolCall, Turn
+from chanctx.bot.messages_api.request_fit import estimate_tokens, fit_request
+from chanctx.bot.messages_api.request_rules import NO_ANSWER, check_request, repaired
+from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks
 from chanctx.context import (
     ChanctxError,
     Fitted,

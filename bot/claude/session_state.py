@@ -11,9 +11,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from chanctx.bot.claude.answers import ToolCall
 from chanctx.bot.claude.scratchpad import DEFAULT_THRESHOLD, Scratchpad
-from chanctx.bot.engine import BuiltContext
+from chanctx.bot.core.engine import BuiltContext
+from chanctx.bot.core.turns import ToolCall
 from chanctx.context import Fitted
 from chanctx.manifest_store import AppendLog, AttachmentManifest, SessionKey
 

@@ -18,9 +18,9 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Literal
 
-from chanctx.bot.channel_view import EngineView
-from chanctx.bot.claude.answers import TurnResult
-from chanctx.bot.engine import ContextEngine
+from chanctx.bot.core.channel_view import EngineView
+from chanctx.bot.core.engine import ContextEngine
+from chanctx.bot.core.turns import TurnResult
 from chanctx.bot.server.api_access import (
     NEED_KEY,
     ApiKeys,
@@ -31,8 +31,8 @@ from chanctx.bot.server.api_access import (
 )
 from chanctx.bot.server.asgi import BODY_TIMEOUT
 from chanctx.bot.server.bodies import BodyTooLarge, read_body
-from chanctx.bot.server.profiles import ProfileStore
 from chanctx.bot.server.query_sources import QuerySources
+from chanctx.bot.stores.profiles.local import ProfileStore
 from chanctx.tools import BLOCK_TYPES, query_channel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool

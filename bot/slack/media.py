@@ -65,7 +65,7 @@ from http.client import HTTPException, HTTPResponse
 from typing import Any, Final, cast
 from urllib.parse import SplitResult, urljoin, urlsplit
 
-from chanctx.bot.claude.request_rules import pdf_pages
+from chanctx.bot.messages_api.request_rules import pdf_pages
 from chanctx.bot.slack.image_fit import fit_image
 from chanctx.bot.slack.media_blocks import (
     API_IMAGE_MAX_BASE64_BYTES,
