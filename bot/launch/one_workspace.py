@@ -20,8 +20,8 @@ from chanctx.bot.events.app import build_app
 from chanctx.bot.launch.allocator import limit_arenas
 from chanctx.bot.launch.options import Options, SettingsError, context_settings, session_settings
 from chanctx.bot.launch.settings import RunSettings
-from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks, Curator, OfflineCurator
-from chanctx.bot.playbooks.curators import ClaudeCurator
+from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks
+from chanctx.bot.playbooks.curators import ClaudeCurator, Curator, OfflineCurator
 from chanctx.bot.replicas.replicas import Replicas
 from chanctx.bot.server import build_asgi_app, run_server
 from chanctx.bot.server.api_access import ApiKeys

@@ -1,5 +1,5 @@
 """The channel playbooks at work: what a session is given, what an answered turn teaches, and
-what people's verdicts do to the bullets a turn used (seeds 002 and 004).
+what people's verdicts do to the bullets a turn used.
 
 * ``for_session``: the most useful bullets of the channel within the recipe's playbook budget,
   rendered in ACE's form, and their ids (the session sends the text once, with its context).
@@ -22,13 +22,17 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol
 
 from cachetools import LRUCache
-from chanctx.bot.core.engine import ContextEngine
+from chanctx.bot.playbooks.curators import Curator
 from chanctx.context import Message, Names, TokenCounter, default_counter
-from chanctx.context.curator import offline_deltas
-from chanctx.context.playbook import Bullet, Delta, Playbook, render_playbook
+from chanctx.context.playbook import Playbook, render_playbook
 from chanctx.manifest_store import PlaybookStore
 
-__all__ = ["PLAYBOOK_PREFIX", "ChannelPlaybooks", "Curator", "OfflineCurator", "bullets_json"]
+__all__ = [
+    "PLAYBOOK_PREFIX",
+    "ChannelHistory",
+    "ChannelPlaybooks",
+    "bullets_json",
+]
 
 logger = logging.getLogger("chanctx.playbook")
 
@@ -56,32 +60,21 @@ def bullets_json(store: PlaybookStore, channel: str) -> list[dict[str, Any]]:
     ]
 
 
-class Curator(Protocol):
-    """Proposes deltas from what people wrote since the last curation (ADD / UPDATE only)."""
+class ChannelHistory(Protocol):
+    """What a playbook reads of a channel: its messages and the names to label them with (the
+    context engine is one)."""
 
-    def propose(
-        self, channel: str, messages: Sequence[Message], turn: str, current: Sequence[Bullet]
-    ) -> list[Delta]: ...
+    @property
+    def names(self) -> Names: ...
 
-
-class OfflineCurator:
-    """The deterministic rules of ``context.curator``: replays and tests, and ``run`` when the
-    operator asks for it (``--curator offline``)."""
-
-    def __init__(self, names: Names) -> None:
-        self._names = names
-
-    def propose(
-        self, channel: str, messages: Sequence[Message], turn: str, current: Sequence[Bullet]
-    ) -> list[Delta]:
-        return offline_deltas(messages, self._names, turn)
+    def channel_messages(self, channel: str) -> list[Message]: ...
 
 
 class ChannelPlaybooks:
     def __init__(
         self,
         store: PlaybookStore,
-        engine: ContextEngine,
+        engine: ChannelHistory,
         *,
         curator: Curator | None = None,
         counter: TokenCounter | None = None,

@@ -1,4 +1,7 @@
-"""The live curator: one cheap Messages API call per answered turn that proposes playbook deltas
+"""The two curators of a channel's playbook, behind one protocol: the offline rules (replays,
+tests, ``--curator offline``) and the live curator, Claude.
+
+The live curator: one cheap Messages API call per answered turn that proposes playbook deltas
 through a forced tool call (structured output), never a rewrite of the playbook.
 
 Claude sees the current bullets (ids and content, so it can UPDATE one instead of adding a
@@ -12,16 +15,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import anthropic
 from chanctx.bot.messages_api.request_rules import check_request
 from chanctx.context import Message, Names, TokenCounter, default_counter, iso_from_ts
 from chanctx.context._render import author_of, text_of
+from chanctx.context.curator import offline_deltas
 from chanctx.context.playbook import SECTIONS, Bullet, BulletSource, Delta
 from pydantic import ValidationError
 
-__all__ = ["CURATOR_TOOL", "DEFAULT_CURATOR_MODEL", "ClaudeCurator"]
+__all__ = [
+    "CURATOR_TOOL",
+    "DEFAULT_CURATOR_MODEL",
+    "ClaudeCurator",
+    "Curator",
+    "OfflineCurator",
+]
 
 logger = logging.getLogger("chanctx.curator")
 
@@ -64,6 +74,28 @@ CURATOR_TOOL: Final[dict[str, Any]] = {
         "required": ["deltas"],
     },
 }
+
+
+class Curator(Protocol):
+    """Proposes deltas from what people wrote since the last curation (ADD / UPDATE only)."""
+
+    def propose(
+        self, channel: str, messages: Sequence[Message], turn: str, current: Sequence[Bullet]
+    ) -> list[Delta]: ...
+
+
+class OfflineCurator:
+    """The deterministic rules of ``context.curator``: replays and tests, and ``run`` when the
+    operator asks for it (``--curator offline``)."""
+
+    def __init__(self, names: Names) -> None:
+        self._names = names
+
+    def propose(
+        self, channel: str, messages: Sequence[Message], turn: str, current: Sequence[Bullet]
+    ) -> list[Delta]:
+        return offline_deltas(messages, self._names, turn)
+
 
 _SYSTEM = (
     "You curate a Slack channel's playbook: a list of short, self-contained bullets of what the "

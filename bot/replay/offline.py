@@ -20,8 +20,13 @@ from chanctx.bot.core.recipe_runner import RecipeRunner
 from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.core.turns import NullResponder, Responder
 from chanctx.bot.events.app import build_app
-from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks, Curator, OfflineCurator
-from chanctx.bot.playbooks.curators import DEFAULT_CURATOR_MODEL, ClaudeCurator
+from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks
+from chanctx.bot.playbooks.curators import (
+    DEFAULT_CURATOR_MODEL,
+    ClaudeCurator,
+    Curator,
+    OfflineCurator,
+)
 from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 from chanctx.bot.slack.intake import SelfIdentity

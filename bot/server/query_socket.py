@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.server.api_access import may_read, validation_errors
-from chanctx.bot.server.query_api import QueryBody, completion, run_query
+from chanctx.bot.server.queries import QueryBody, completion, run_query
 from chanctx.bot.server.query_sources import QuerySources
 from chanctx.bot.stores.profiles.local import ProfileStore
 from pydantic import ValidationError
