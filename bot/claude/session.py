@@ -1,6 +1,6 @@
 """One Claude session per Slack thread, on the Messages API.
 
-First turn: the system prompt (seed 003's CHANNEL CONTEXT) and the recipe's blocks, then the
+First turn: the system prompt (how to read the CHANNEL CONTEXT) and the recipe's blocks, then the
 ChannelSnapshot and ThreadContext JSON as content blocks, attached once. Later turns send only
 what is new: the replies others posted in the thread since our last answer, and the question.
 The Messages API is stateless, so the earlier turns are sent again, but behind ``cache_control``
@@ -58,9 +58,9 @@ from chanctx.bot.claude.session_state import (
     held_in_package,
 )
 from chanctx.bot.core.channel_view import EngineView
-from chanctx.bot.core.engine import BuiltContext, ContextEngine
+from chanctx.bot.core.engine import BuiltContext, ContextEngine, ContextSettings
 from chanctx.bot.core.recipe_runner import RecipeRunner
-from chanctx.bot.core.turns import Answer, SentBlock, ToolCall, Turn
+from chanctx.bot.core.turns import Answer, SentBlock, StaleContext, ToolCall, Turn
 from chanctx.bot.messages_api.request_fit import estimate_tokens, fit_request
 from chanctx.bot.messages_api.request_rules import NO_ANSWER, check_request, repaired
 from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks
@@ -212,6 +212,18 @@ class ClaudeResponder:
 
     # -- one turn ---------------------------------------------------------------------------
 
+    def context_settings(self, turn: Turn) -> ContextSettings | None:
+        """The settings this turn's context is built with: the recipe's budgets when the turn
+        attaches a fresh context under a recipe and they differ from the engine's, else None.
+        The recipe read here is the one the turn is then answered with."""
+        session = self._session(turn)
+        with session.lock:
+            if self._answered_already(session, turn):
+                session.planned = None
+                return None
+            session.planned = self._load_recipe(session, turn)
+            return self._recipe_settings(session.planned)
+
     def respond(self, turn: Turn, context: BuiltContext) -> Answer:
         session = self._session(turn)
         # One deadline for the whole turn, every request and tool round included: a hung or
@@ -224,12 +236,12 @@ class ClaudeResponder:
             _DEADLINE.reset(token)
 
     def _respond(self, session: SessionState, turn: Turn, context: BuiltContext) -> Answer:
-        if session.last_answer is not None and session.last_answer[0] == turn.anchor_ts:
+        if self._answered_already(session, turn) and session.last_answer is not None:
             # Answered and logged, then the process died before the answer was queued to
             # post: the same answer again, without a second request or a second log entry.
             text = session.last_answer[1]
             return Answer(text=EMPTY_ANSWER if text in ("", NO_ANSWER) else text)
-        fitted = self._load_recipe(session, turn)
+        fitted, session.planned = session.planned, None  # read by context_settings
         system = self._system(session)
         past = last_turns(session.messages, session.keep_turns)
         # The recipe's journal keeps the last N turns; once the turn carrying the context
@@ -243,7 +255,6 @@ class ClaudeResponder:
             SentBlock("recipe", b.name, b.tokens) for b in (fitted.blocks if fitted else ())
         ]
         if attaching:
-            context = self._fresh_context(turn, context, fitted)
             package = self._package(context, fitted)
             blocks += package
             session.held = held_in_package(context, fitted)
@@ -277,8 +288,8 @@ class ClaudeResponder:
             except (anthropic.APIError, ChanctxError) as error:
                 logger.warning("compaction of %s failed before sending: %s", session.key, error)
                 compacted = False
-            if compacted:
-                return self._respond(session, turn, context)
+            if compacted:  # the next turn attaches fresh context: plan and build it again
+                raise StaleContext(f"{session.key} compacted before sending")
         loop = self._tool_loop(session, turn, system, history)
         loop.manifest_changed = loop.manifest_changed or media.manifest_changed
         # An empty end_turn, or a max_tokens stop inside a tool_use, leaves messages no later
@@ -329,7 +340,7 @@ class ClaudeResponder:
         fitted = self.recipe.assemble(
             run_id=session.key.thread_ts, channel=turn.channel, thread_ts=turn.thread_ts
         )
-        # Seed 000's framing: each block says which source it is, so Claude (and a reader of
+        # Framing: each block says which source it is, so Claude (and a reader of
         # --requests-out) can tell the runbook from the computed status.
         session.recipe_texts = [
             f"{CONTEXT_BLOCK_HEAD}{b.name}\n\n{b.text}" for b in fitted.blocks if b.text.strip()
@@ -520,24 +531,21 @@ class ClaudeResponder:
 
     # -- the parts of a user message ------------------------------------------------------
 
-    def _fresh_context(
-        self, turn: Turn, context: BuiltContext, fitted: Fitted | None
-    ) -> BuiltContext:
-        """Rebuild with the recipe's budgets when they differ from the engine's defaults."""
+    def _recipe_settings(self, fitted: Fitted | None) -> ContextSettings | None:
+        """The engine's settings with the recipe's budgets, when they differ."""
         if fitted is None:
-            return context
+            return None
         settings = replace(
             self.engine.settings,
             snapshot_budget=fitted.snapshot_budget or self.engine.settings.snapshot_budget,
             thread_budget=fitted.thread_budget or self.engine.settings.thread_budget,
             window=fitted.snapshot_window or self.engine.settings.window,
         )
-        if settings == self.engine.settings:
-            return context
-        rebuilt = self.engine.context_for(
-            turn.channel, turn.anchor_ts, settings=settings, viewed=turn.viewed_channel
-        )
-        return rebuilt or context
+        return None if settings == self.engine.settings else settings
+
+    @staticmethod
+    def _answered_already(session: SessionState, turn: Turn) -> bool:
+        return session.last_answer is not None and session.last_answer[0] == turn.anchor_ts
 
     def _package(self, context: BuiltContext, fitted: Fitted | None) -> list[dict[str, Any]]:
         with_snapshot = fitted is None or fitted.snapshot_budget is not None

@@ -8,7 +8,7 @@ vector each (a list of floats): a few lines around any local model, e.g. sentenc
     _model = SentenceTransformer("all-MiniLM-L6-v2")
     def embed(texts): return _model.encode(texts).tolist()
 
-Two bullets are then alike when their vectors' cosine is at least 0.85 (seed 002's threshold),
+Two bullets are then alike when their vectors' cosine is at least 0.85 (the playbook's merge threshold),
 instead of by word overlap; naming different things (identifiers, commands) still keeps them
 apart. Vectors are cached by text (the newest 10,000). A failing model merges nothing (logged
 once), it never stops an answer.

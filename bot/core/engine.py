@@ -179,7 +179,7 @@ class ContextEngine:
     slack: SlackSource | None = None
     threads: ThreadReplyCache | None = None
     clock: Callable[[], float] = time.time  # replay gives its virtual clock
-    # Thread roots for 6 h (seed 003): a thread whose root left the history (its bounds, a
+    # Thread roots for 6 h: a thread whose root left the history (its bounds, a
     # restart) is still known whole from its root's reply count, without a refetch.
     starters: ThreadStarterCache | None = None
     # Replicas: what this engine learns from Slack goes to the others (None: one process).

@@ -21,8 +21,17 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from cachetools import LRUCache, TTLCache
-from chanctx.bot.core.engine import ContextEngine
-from chanctx.bot.core.turns import AnswerRunner, NullResponder, Responder, Turn, TurnResult
+from chanctx.bot.core.engine import BuiltContext, ContextEngine
+from chanctx.bot.core.turns import (
+    Answer,
+    AnswerRunner,
+    NullResponder,
+    PlansContext,
+    Responder,
+    StaleContext,
+    Turn,
+    TurnResult,
+)
 from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks
 from chanctx.bot.slack.feedback_buttons import feedback_block
 from chanctx.bot.slack.markdown import split_markdown
@@ -289,6 +298,29 @@ class Runtime:
             with self.lock:
                 self._in_flight.discard(key)
 
+    def _context(self, turn: Turn) -> BuiltContext | None:
+        """The one place a turn's context is built, with the settings the responder plans for
+        it (a recipe's budgets) known before."""
+        settings = None
+        if isinstance(self.responder, PlansContext):
+            settings = self.responder.context_settings(turn)
+        return self.engine.context_for(
+            turn.channel, turn.anchor_ts, settings=settings, viewed=turn.viewed_channel
+        )
+
+    def _respond(self, turn: Turn, result: TurnResult) -> Answer | None:
+        """The responder's answer over the turn's context (kept on ``result``); None when the
+        mentioned message is not in the channel history. A session compacted before sending
+        asks for its context again: each compaction folds turns away, so this ends."""
+        while True:
+            result.context = self._context(turn)
+            if result.context is None:
+                return None
+            try:
+                return self.responder.respond(turn, result.context)
+            except StaleContext:
+                continue
+
     def _answer(self, turn: Turn, *, check_thread: bool = False) -> TurnResult:
         result = TurnResult(turn=turn)
         key = turn_id(turn)
@@ -299,14 +331,11 @@ class Runtime:
         try:
             # No lock here: the engine never holds its own across a Slack call, so a
             # rate-limit wait in this answer does not stop intake of other events.
-            result.context = self.engine.context_for(
-                turn.channel, turn.anchor_ts, viewed=turn.viewed_channel
-            )
-            if result.context is None:
+            answer = self._respond(turn, result)
+            if answer is None:
                 result.error = "the mentioned message is not in the channel history"
                 self.turns.finish(key)
                 return result
-            answer = self.responder.respond(turn, result.context)
             result.reply, result.tool_calls, result.usage = (
                 answer.text,
                 answer.tool_calls,

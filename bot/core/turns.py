@@ -14,16 +14,18 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from chanctx.bot.core.engine import BuiltContext
+from chanctx.bot.core.engine import BuiltContext, ContextSettings
 
 __all__ = [
     "Answer",
     "AnswerRunner",
     "NullResponder",
+    "PlansContext",
     "Responder",
     "SentBlock",
+    "StaleContext",
     "ToolCall",
     "Turn",
     "TurnResult",
@@ -109,6 +111,20 @@ class Responder(Protocol):
     """Produces the answer for a turn (the Claude session; nothing in context-only mode)."""
 
     def respond(self, turn: Turn, context: BuiltContext) -> Answer: ...
+
+
+@runtime_checkable
+class PlansContext(Protocol):
+    """A responder that knows, before a turn's context is built, the settings it needs (a
+    recipe's snapshot and thread budgets): the runtime asks first, then builds the context
+    once with them. None: the engine's own settings."""
+
+    def context_settings(self, turn: Turn) -> ContextSettings | None: ...
+
+
+class StaleContext(Exception):
+    """A responder's session changed under the turn (it was compacted before sending): the
+    turn's context is planned and built again, then the responder is asked again."""
 
 
 class NullResponder:

@@ -4,7 +4,7 @@
 few lookups ``bot/`` needs (cold-start history, user and channel names). Every call that leaves
 the process goes through ``RateLimiter`` first and is counted in ``api_calls``.
 
-Overflow policies (seed 003, "Rate limit protection"):
+Overflow policies (what a read does when the rate limit is spent):
 
 * ``"queue"``: wait for the limiter (with the injected ``sleep``) and retry 429s after their
   Retry-After, up to ``max_retries`` times;

@@ -1,4 +1,4 @@
-"""Agent profiles (seed 001): named defaults an agent's queries take for the fields they omit.
+"""Agent profiles: named defaults an agent's queries take for the fields they omit.
 
 Kept in ``<data dir>/profiles.json``, rewritten whole on each change (write to a temporary file,
 fsync, rename), so a crash leaves the old file or the new one, never half of either.
