@@ -24,7 +24,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from chanctx.bot.core.engine import BuiltContext
+from chanctx.bot.core.built_context import BuiltContext
 from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.core.turns import Answer, Turn
 from chanctx.bot.replay.fixture import load_fixture

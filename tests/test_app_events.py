@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chanctx.bot.core.engine import BuiltContext
+from chanctx.bot.core.built_context import BuiltContext
 from chanctx.bot.core.turns import Answer, Turn
 from chanctx.bot.replay.offline import OfflineBot
 

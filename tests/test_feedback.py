@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from chanctx.bot.core.engine import BuiltContext
+from chanctx.bot.core.built_context import BuiltContext
 from chanctx.bot.core.runtime import turn_id
 from chanctx.bot.core.turns import Answer, Turn
 from chanctx.bot.replay.offline import OfflineBot

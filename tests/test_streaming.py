@@ -11,7 +11,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from chanctx.bot.core.engine import BuiltContext
+from chanctx.bot.core.built_context import BuiltContext
 from chanctx.bot.core.runtime import turn_id
 from chanctx.bot.core.turns import Answer, Turn
 from chanctx.bot.replay.fake_slack import FakeSlackAPI

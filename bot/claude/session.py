@@ -19,32 +19,28 @@ import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 
 import anthropic
 from cachetools import LRUCache
+from chanctx.bot.claude.compaction import fold_old_turns, used_tokens
 from chanctx.bot.claude.conversation import (
     CONTEXT_BLOCK_HEAD,
     CUT_OFF,
     CUT_OFF_EMPTY,
     EMPTY_ANSWER,
     LAST_SEEN,
-    THREAD_PREFIX,
+    context_package,
     final_text,
     last_answer,
     last_turns,
     package_end,
-    with_breakpoints,
+    question,
+    thread_delta,
 )
-from chanctx.bot.claude.prompt import CONTEXT_HEADER, system_prompt
-from chanctx.bot.claude.scratchpad import (
-    SCRATCHPAD_READ,
-    SCRATCHPAD_TOOL,
-    Scratchpad,
-)
+from chanctx.bot.claude.prompt import system_prompt
 from chanctx.bot.claude.session_media import (
     Attached,
-    Located,
     MediaAttacher,
     MediaSource,
     thread_media,
@@ -54,42 +50,33 @@ from chanctx.bot.claude.session_state import (
     SessionSettings,
     SessionState,
     ToolLoop,
-    add_usage,
     held_in_package,
 )
-from chanctx.bot.core.channel_view import EngineView
-from chanctx.bot.core.engine import BuiltContext, ContextEngine, ContextSettings
+from chanctx.bot.claude.tool_rounds import ToolRounds
+from chanctx.bot.core.built_context import BuiltContext, ContextSettings
+from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.core.recipe_runner import RecipeRunner
-from chanctx.bot.core.turns import Answer, SentBlock, StaleContext, ToolCall, Turn
-from chanctx.bot.messages_api.request_fit import estimate_tokens, fit_request
+from chanctx.bot.core.turns import Answer, SentBlock, StaleContext, Turn
+from chanctx.bot.messages_api.request_fit import estimate_tokens
 from chanctx.bot.messages_api.request_rules import NO_ANSWER, check_request, repaired
 from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks
 from chanctx.context import (
     ChanctxError,
     Fitted,
-    Message,
-    Names,
     TokenCounter,
     default_counter,
-    render_slack_text,
-    wire_json,
 )
 from chanctx.context.recipe import DEFAULT_PLAYBOOK_BUDGET
 from chanctx.manifest_store import (
     AttachmentManifest,
-    CompactionEntry,
     CustomEntry,
     Entry,
     MessageEntry,
     SessionKey,
     SessionLogs,
     SessionStarted,
-    needs_compaction,
     rebuild,
-    summarize_request,
-    trim,
 )
-from chanctx.tools import ChannelTools, ToolResult
 
 __all__ = ["DEFAULT_MODEL", "ClaudeResponder", "SessionSettings"]
 
@@ -255,7 +242,7 @@ class ClaudeResponder:
             SentBlock("recipe", b.name, b.tokens) for b in (fitted.blocks if fitted else ())
         ]
         if attaching:
-            package = self._package(context, fitted)
+            package = context_package(context, fitted)
             blocks += package
             session.held = held_in_package(context, fitted)
             sent += [
@@ -267,7 +254,7 @@ class ClaudeResponder:
                 blocks.append({"type": "text", "text": playbook})
                 sent.append(SentBlock("playbook", "playbook", self.counter.count(playbook)))
         else:
-            delta = self._delta(turn, session)
+            delta = thread_delta(self.engine, turn, session)
             blocks += delta
             sent += [
                 SentBlock("delta", "thread delta", self.counter.count(b["text"])) for b in delta
@@ -275,7 +262,7 @@ class ClaudeResponder:
         media = self._media_blocks(session, turn, attaching=attaching)
         blocks += media.blocks
         sent += [SentBlock("media", b.get("type", "media"), 0) for b in media.blocks]
-        blocks.append({"type": "text", "text": self._question(context)})
+        blocks.append({"type": "text", "text": question(context)})
         history = [*past, {"role": "user", "content": blocks}]
         # What this request would cost, estimated before sending: the inspector's total bar,
         # and the compaction trigger.
@@ -290,7 +277,15 @@ class ClaudeResponder:
                 compacted = False
             if compacted:  # the next turn attaches fresh context: plan and build it again
                 raise StaleContext(f"{session.key} compacted before sending")
-        loop = self._tool_loop(session, turn, system, history)
+        loop = ToolRounds(
+            engine=self.engine,
+            settings=self.settings,
+            counter=self.counter,
+            clock=self.clock,
+            media=self.media,
+            create=self._create,
+            cache_marker=self._cache_marker,
+        ).run(session, turn, system, history)
         loop.manifest_changed = loop.manifest_changed or media.manifest_changed
         # An empty end_turn, or a max_tokens stop inside a tool_use, leaves messages no later
         # request may carry: they are repaired before they are kept, and the user is told.
@@ -372,111 +367,6 @@ class ClaudeResponder:
             files = [f for f in files if float(f.message_id) > seen]
         return self.media.attach(files, session.manifest, turn=session.turn + 1)
 
-    def _tool_result(
-        self,
-        session: SessionState,
-        turn: Turn,
-        call: Any,
-        outcome: ToolResult,
-        loop: ToolLoop,
-    ) -> dict[str, Any]:
-        """A tool result; a media request that succeeded also carries the file itself."""
-        block = outcome.as_block(call.id)
-        wanted = call.input.get("media_artifact_id") if isinstance(call.input, dict) else None
-        if self.media is None or call.name != "channel_messages" or outcome.is_error or not wanted:
-            return block
-        found = self.engine.find_file(turn.context_channel, str(wanted))
-        if found is None:
-            return block
-        message, ref = found
-        located = Located(ref, message.ts, message.root_ts if message.thread_ts else None)
-        attached = self.media.attach([located], session.manifest, turn=session.turn + 1)
-        loop.manifest_changed = loop.manifest_changed or attached.manifest_changed
-        block["content"] = [{"type": "text", "text": outcome.content}, *attached.blocks]
-        return block
-
-    def _tool_loop(
-        self,
-        session: SessionState,
-        turn: Turn,
-        system: list[dict[str, Any]],
-        history: list[dict[str, Any]],
-    ) -> ToolLoop:
-        """Ask Claude, run the tools it calls, until it answers or the rounds run out."""
-        tools = ChannelTools(
-            EngineView(
-                self.engine,
-                turn.context_channel,
-                hidden={turn.anchor_ts},
-                held=session.held,
-                fetch_budget=self.settings.slack_fetches_per_turn,
-            ),
-            names=self.engine.names,
-            counter=self.counter,
-            output_budget_tokens=self.settings.tool_output_budget,
-            now=self.clock,
-        )
-        definitions = [*tools.definitions(), SCRATCHPAD_TOOL]
-        definitions[-1] = {**definitions[-1], "cache_control": self._cache_marker}
-        loop = ToolLoop(messages=[history[-1]])
-        request_messages = list(history)
-        for iteration in range(self.settings.max_tool_iterations + 1):
-            last_round = iteration == self.settings.max_tool_iterations
-            request: dict[str, Any] = {
-                "model": self.settings.model,
-                "max_tokens": self.settings.max_tokens,
-                "system": system,
-                "tools": definitions,
-                "messages": with_breakpoints(request_messages, self._cache_marker),
-            }
-            if last_round:  # after the last allowed round of tools, ask for the answer itself
-                request["tool_choice"] = {"type": "none"}
-            left_out = fit_request(
-                request,
-                count=self.counter.count,
-                token_budget=int(self.settings.context_window * self.settings.compaction_threshold),
-            )
-            if left_out:
-                logger.info("left %d attachments out of a request: %s", len(left_out), left_out)
-            response = self._create(request)
-            add_usage(loop.usage, response.usage)
-            loop.last_usage, loop.stop_reason = response.usage, response.stop_reason
-            assistant = {
-                "role": "assistant",
-                "content": [b.model_dump(exclude_none=True) for b in response.content],
-            }
-            request_messages.append(assistant)
-            loop.messages.append(assistant)
-            if response.stop_reason != "tool_use" or last_round:
-                return loop
-            results = []
-            for block in response.content:
-                if block.type == "tool_use":
-                    outcome = self._run_tool(session, tools, block.name, block.input)
-                    loop.calls.append(
-                        ToolCall(block.name, block.input, outcome.content, outcome.is_error)
-                    )
-                    results.append(self._tool_result(session, turn, block, outcome, loop))
-            tool_message = {"role": "user", "content": results}
-            request_messages.append(tool_message)
-            loop.messages.append(tool_message)
-        return loop
-
-    def _run_tool(
-        self, session: SessionState, tools: ChannelTools, name: str, tool_input: object
-    ) -> ToolResult:
-        """A channel tool's result, bulky ones set aside in the scratchpad; or a page of it."""
-        if session.scratchpad is None:
-            session.scratchpad = Scratchpad(
-                self.counter.count, threshold=self.settings.scratchpad_threshold
-            )
-        if name == SCRATCHPAD_READ:
-            return session.scratchpad.read(tool_input)
-        outcome = tools.call(name, tool_input)
-        if outcome.is_error or name not in self.settings.scratchpad_tools:
-            return outcome
-        return ToolResult(session.scratchpad.set_aside(name, outcome.content))
-
     def _finish(
         self,
         session: SessionState,
@@ -529,8 +419,6 @@ class ClaudeResponder:
         except anthropic.APITimeoutError as error:
             raise ClaudeDeadline(self.settings.deadline_seconds) from error
 
-    # -- the parts of a user message ------------------------------------------------------
-
     def _recipe_settings(self, fitted: Fitted | None) -> ContextSettings | None:
         """The engine's settings with the recipe's budgets, when they differ."""
         if fitted is None:
@@ -546,58 +434,6 @@ class ClaudeResponder:
     @staticmethod
     def _answered_already(session: SessionState, turn: Turn) -> bool:
         return session.last_answer is not None and session.last_answer[0] == turn.anchor_ts
-
-    def _package(self, context: BuiltContext, fitted: Fitted | None) -> list[dict[str, Any]]:
-        with_snapshot = fitted is None or fitted.snapshot_budget is not None
-        with_thread = fitted is None or fitted.thread_budget is not None
-        head = CONTEXT_HEADER
-        if context.notes:
-            head += "\nNotes: " + " ".join(context.notes)
-        blocks = [
-            {
-                "type": "text",
-                "text": head
-                + (
-                    "\nChannelSnapshot (JSON):\n" + wire_json(context.snapshot)
-                    if with_snapshot
-                    else ""
-                ),
-            }
-        ]
-        if with_thread and context.thread is not None:
-            blocks.append({"type": "text", "text": THREAD_PREFIX + wire_json(context.thread)})
-        return blocks
-
-    def _delta(self, turn: Turn, session: SessionState) -> list[dict[str, Any]]:
-        """The replies others posted in this thread since our last turn, one line each."""
-        newer = [
-            m
-            for m in self.engine.replies_since(turn.channel, turn.thread_ts, session.last_seen_ts)
-            if not m.is_self and m.ts != turn.anchor_ts
-        ]
-        if not newer:
-            return []
-        lines = [self._line(m, self.engine.names) for m in newer]
-        return [
-            {
-                "type": "text",
-                "text": "New in this thread since your last answer:\n" + "\n".join(lines),
-            }
-        ]
-
-    def _question(self, context: BuiltContext) -> str:
-        anchor = context.snapshot.anchor
-        return f"[{anchor.ts}] {anchor.author.display_name}: {anchor.text}"
-
-    @staticmethod
-    def _line(message: Message, names: Names) -> str:
-        from chanctx.context._time import iso_from_ts
-
-        author = names.users.get(message.user_id) or message.author_name or message.user_id
-        text = " ".join(
-            render_slack_text(message.text, users=names.users, channels=names.channels).split()
-        )
-        return f"[{iso_from_ts(message.ts)}] {author}: {text}"
 
     # -- durability ---------------------------------------------------------------------------
 
@@ -631,55 +467,20 @@ class ClaudeResponder:
         session.last_answer = (turn.anchor_ts, final_text(messages[-1]))
 
     def _maybe_compact(self, session: SessionState, last_usage: Any) -> None:
-        if last_usage is None:
-            return
-        size = sum(
-            int(getattr(last_usage, n, 0) or 0)
-            for n in (
-                "input_tokens",
-                "cache_creation_input_tokens",
-                "cache_read_input_tokens",
-                "output_tokens",
-            )
-        )
-        self._compact(session, size)
+        if last_usage is not None:
+            self._compact(session, used_tokens(last_usage))
 
     def _compact(self, session: SessionState, size: int) -> bool:
         """Fold old turns into a digest if ``size`` tokens reach the threshold; True if done."""
-        if self.settings.compaction == "off" or not needs_compaction(
-            size, self.settings.context_window, self.settings.compaction_threshold
+        if not fold_old_turns(
+            session,
+            size,
+            settings=self.settings,
+            counter=self.counter,
+            create=self._create,
+            clock=self.clock,
         ):
             return False
-        keep = session.keep_turns if session.keep_turns else self.settings.keep_turns
-        result = trim(session.messages, keep_turns=keep, counter=self.counter)
-        if not result.compacted:
-            return False  # nothing old enough to fold away yet
-        strategy: Literal["trim", "summarize"] = "trim"
-        if self.settings.compaction == "summarize":
-            logger.info("compacting %s with an explicit summarize call", session.key)
-            summary = self._create(
-                {
-                    "model": self.settings.model,
-                    "max_tokens": 1_024,
-                    "system": "Summarize this Slack thread conversation for your own later "
-                    "reference.",
-                    "messages": [{"role": "user", "content": summarize_request(result.replaced)}],
-                }
-            )
-            text = "\n".join(b.text for b in summary.content if b.type == "text").strip()
-            if text:
-                result, strategy = result.summarized(text), "summarize"
-        session.log.append(
-            CompactionEntry(
-                at=self.clock(),
-                strategy=strategy,
-                digest=result.digest,
-                replaced_through_turn=result.replaced_through_turn,
-                tokens_before=size,
-                tokens_after=self.counter.count(result.digest),
-            )
-        )
-        logger.info("compacted %s (%s): %d tokens before", session.key, strategy, size)
         # The log is the truth: the next turn re-attaches fresh context.
         self._load(session, session.log.entries())
         return True

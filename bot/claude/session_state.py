@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chanctx.bot.claude.scratchpad import DEFAULT_THRESHOLD, Scratchpad
-from chanctx.bot.core.engine import BuiltContext
+from chanctx.bot.core.built_context import BuiltContext
 from chanctx.bot.core.turns import ToolCall
 from chanctx.context import Fitted
 from chanctx.manifest_store import AppendLog, AttachmentManifest, SessionKey

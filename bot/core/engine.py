@@ -8,17 +8,19 @@ after a (re)start for its recent history, and once per thread whose replies were
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from cachetools import TTLCache
+from chanctx.bot.core.built_context import BuiltContext, ContextSettings, assemble
+from chanctx.bot.core.pins import ChannelPins
+from chanctx.bot.core.slack_source import Learned, SlackSource, lazy_names, learn_name
+from chanctx.bot.core.wait_budget import spend_wait, turn_wait_budget, wait_left
 from chanctx.bot.slack.intake import (
     Delete,
     Edit,
@@ -29,7 +31,6 @@ from chanctx.bot.slack.intake import (
     SelfIdentity,
     intake,
 )
-from chanctx.bot.slack.slack_api import ThreadFetch
 from chanctx.cache import (
     ChannelHistory,
     RateLimited,
@@ -38,135 +39,20 @@ from chanctx.cache import (
     ts_key,
 )
 from chanctx.context import (
-    DEFAULT_ADJACENT_WINDOW,
-    DEFAULT_SNAPSHOT_BUDGET,
-    DEFAULT_THREAD_BUDGET,
     ChanctxError,
-    ChannelSnapshot,
     FileRef,
     Message,
     Names,
-    ThreadContext,
     TokenCounter,
-    build_channel_snapshot,
-    build_thread_context,
     default_counter,
-    wire_json,
 )
 
-__all__ = ["BuiltContext", "ContextEngine", "ContextSettings", "SlackSource"]
+__all__ = ["ContextEngine"]
 
 logger = logging.getLogger("chanctx.engine")
 
 
-class SlackSource(Protocol):
-    """What the engine needs from the Slack Web API (``bot.slack_api.SlackFetcher``)."""
-
-    def fetch_thread(self, channel: str, thread_ts: str) -> Sequence[Message]: ...
-    def fetch_thread_newest(
-        self,
-        channel: str,
-        root_ts: str,
-        *,
-        until: str,
-        after: str | None = ...,
-        expected_replies: int = ...,
-        wait_budget: float = ...,
-    ) -> ThreadFetch: ...
-    def fetch_message(self, channel: str, ts: str) -> Message | None: ...
-    def channel_history(self, channel: str, *, limit: int = ...) -> list[Message]: ...
-    def pinned_messages(self, channel: str) -> list[Message]: ...
-    def user_name(self, user_id: str) -> str: ...
-    def channel_name(self, channel_id: str) -> str: ...
-
-
-class Learned(Protocol):
-    """Where the engine tells other replicas what it learned from Slack, so that none of them
-    asks Slack again (``bot/shared/``: the change stream in Redis). Called without the lock."""
-
-    def warmed(self, channel: str, messages: Sequence[Message]) -> None: ...
-    def fetched(self, messages: Sequence[Message]) -> None: ...
-    def thread(
-        self,
-        channel: str,
-        root_ts: str,
-        messages: Sequence[Message],
-        *,
-        complete: bool,
-        partial: tuple[str | None, str | None] | None,
-    ) -> None: ...
-    def named(self, kind: str, key: str, name: str) -> None: ...
-
-
-# Rate-limit seconds the running answer may still wait (None outside an answer).
-TURN_WAIT_LEFT: ContextVar[float | None] = ContextVar("chanctx_turn_wait_left", default=None)
-_FAR_FUTURE = "9999999999.999999"
-_MAX_PINS = (
-    100  # Slack's own limit per channel  # "up to now" when no question bounds a thread fetch
-)
-
-
-@dataclass(frozen=True)
-class ContextSettings:
-    thread_budget: int = DEFAULT_THREAD_BUDGET
-    snapshot_budget: int = DEFAULT_SNAPSHOT_BUDGET
-    window: int = DEFAULT_ADJACENT_WINDOW
-    cold_start_messages: int = 200
-    # Rate-limit seconds a turn may wait for a thread before answering with what it has.
-    max_wait_seconds: float = 60.0
-    # A thread fetched within this many seconds is served, with a note, when a refresh fails.
-    stale_serve_ttl: float = 3600.0
-
-
-@dataclass(frozen=True)
-class BuiltContext:
-    anchor: Message
-    snapshot: ChannelSnapshot
-    thread: ThreadContext | None
-    snapshot_tokens: int
-    thread_tokens: int
-    # Said to the reader when the context may be incomplete (e.g. served stale under a limit).
-    notes: tuple[str, ...] = ()
-    waited_s: float = 0.0  # rate-limit seconds spent building it (virtual time in replay)
-
-
-class _LazyNames(Mapping[str, str]):
-    """Display names resolved on first use (users.info / conversations.info, cached there)."""
-
-    def __init__(
-        self,
-        known: Mapping[str, str],
-        resolve: Any,
-        prefixes: tuple[str, ...],
-        on_learn: Callable[[str, str], None] | None = None,
-    ) -> None:
-        self._known = dict(known)
-        self._resolve = resolve
-        self._prefixes = prefixes
-        self._on_learn = on_learn
-
-    def learn(self, key: str, name: str) -> None:
-        """A name another replica resolved: no lookup here."""
-        self._known[key] = name
-
-    def __getitem__(self, key: str) -> str:
-        if key in self._known:
-            return self._known[key]
-        if self._resolve is None or not key.startswith(self._prefixes):
-            raise KeyError(key)
-        name = str(self._resolve(key))
-        if not name or name == key:  # the lookup failed: let callers fall back
-            raise KeyError(key)
-        self._known[key] = name
-        if self._on_learn is not None:
-            self._on_learn(key, name)
-        return name
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._known)
-
-    def __len__(self) -> int:
-        return len(self._known)
+_FAR_FUTURE = "9999999999.999999"  # "up to now" when no question bounds a thread fetch
 
 
 @dataclass
@@ -197,14 +83,8 @@ class ContextEngine:
     _partial: TTLCache[tuple[str, str], tuple[str | None, str | None]] = field(
         default_factory=lambda: TTLCache(maxsize=2_000, ttl=6 * 3600)
     )
-    # Pinned messages per channel (pins.list the first time the query API wants them, then
-    # pin_added / pin_removed); pins removed recently, so a pins.list racing the event keeps it
-    # off. Answers do not use pins: a mention's cold start does not spend a Tier 2 call on them.
-    _pins: dict[str, OrderedDict[str, Message]] = field(default_factory=dict)
-    _unpinned: TTLCache[tuple[str, str], bool] = field(
-        default_factory=lambda: TTLCache(maxsize=10_000, ttl=3600)
-    )
-    _pins_fetched: set[str] = field(default_factory=set)  # channels whose pins.list was read
+    # Pinned messages per channel; answers do not use pins (only the query API does).
+    _pins: ChannelPins = field(default_factory=ChannelPins)
     # When each whole thread was last fetched: within stale_serve_ttl it is served with a
     # note when a refresh fails.
     _fetched: TTLCache[tuple[str, str], float] = field(init=False)
@@ -212,17 +92,7 @@ class ContextEngine:
     def __post_init__(self) -> None:
         self._fetched = TTLCache(maxsize=2_000, ttl=self.settings.stale_serve_ttl, timer=self.clock)
         if self.slack is not None:
-            self.names = Names(
-                users=_LazyNames(
-                    self.names.users, self.slack.user_name, ("U", "W"), self._named("user")
-                ),
-                channels=_LazyNames(
-                    self.names.channels,
-                    self.slack.channel_name,
-                    ("C", "G", "D"),
-                    self._named("channel"),
-                ),
-            )
+            self.names = lazy_names(self.names, self.slack, self._tell_name)
             if self.threads is None:
                 self.threads = ThreadReplyCache(self.slack)
             if self.starters is None:
@@ -242,17 +112,12 @@ class ContextEngine:
 
     # -- what other replicas learned from Slack (the change stream) ------------------------
 
-    def _named(self, kind: str) -> Callable[[str, str], None]:
-        def tell(key: str, name: str) -> None:
-            if self.learned is not None:
-                self.learned.named(kind, key, name)
-
-        return tell
+    def _tell_name(self, kind: str, key: str, name: str) -> None:
+        if self.learned is not None:
+            self.learned.named(kind, key, name)
 
     def learn_name(self, kind: str, key: str, name: str) -> None:
-        names = self.names.users if kind == "user" else self.names.channels
-        if isinstance(names, _LazyNames):
-            names.learn(key, name)
+        learn_name(self.names, kind, key, name)
 
     def learn_warm(self, channel: str, messages: Sequence[Message]) -> None:
         """Another replica loaded this channel's recent history: no load here."""
@@ -330,48 +195,18 @@ class ContextEngine:
             self._pin(action)
 
     def _pin(self, action: Pin) -> None:
-        """Keep the channel's pins (Slack allows 100 a channel), newest pin last."""
-        message = action.message
-        pins = self._pins.setdefault(message.channel, OrderedDict())
-        pins.pop(message.ts, None)
-        self._unpinned.pop((message.channel, message.ts), None)
-        if not action.added:  # a cold start's pins.list may still list it
-            self._unpinned[(message.channel, message.ts)] = True
-        if action.added:
-            pins[message.ts] = message
-            self._adopt([message])
-            while len(pins) > _MAX_PINS:
-                pins.popitem(last=False)
-        elif not pins:
-            self._pins.pop(message.channel, None)
-
-    def _fetch_pins(self, channel: str) -> None:
-        """Pins made before this start (one pins.list a channel and process, when pins are
-        first wanted).
-        Pin events seen since then win (they are newer)."""
-        if self.slack is None:
-            return
-        with self._lock:
-            if channel in self._pins_fetched:
-                return
-            self._pins_fetched.add(channel)
-        pinned = self.slack.pinned_messages(channel)
-        with self._lock:
-            known = self._pins.get(channel, OrderedDict())
-            fresh = OrderedDict(
-                (m.ts, m) for m in pinned[-_MAX_PINS:] if (channel, m.ts) not in self._unpinned
-            )
-            fresh.update(known)
-            if fresh:
-                self._pins[channel] = fresh
-        self._adopt(pinned)
+        if self._pins.on_pin(action):
+            self._adopt([action.message])
 
     def pinned(self, channel: str) -> list[Message]:
-        """The channel's pinned messages, as history now holds them (edits included)."""
-        self._fetch_pins(channel)
+        """The channel's pinned messages, as history now holds them (edits included): pins
+        made before this start come from one pins.list a channel and process."""
+        if self.slack is not None and self._pins.first_look(channel):
+            pinned = self.slack.pinned_messages(channel)
+            self._pins.listed(channel, pinned)
+            self._adopt(pinned)
         with self._lock:
-            pins = list(self._pins.get(channel, {}).values())
-            return [self.history.get(channel, m.ts) or m for m in pins]
+            return [self.history.get(channel, m.ts) or m for m in self._pins.of(channel)]
 
     # -- filling the caches from Slack when they cannot know -----------------------------
     # Pattern: decide under the lock, call Slack without it, adopt the answer under it again.
@@ -508,9 +343,7 @@ class ContextEngine:
                 f"(Slack's rate limit on conversations.replies; a turn waits at most "
                 f"{self.settings.max_wait_seconds:g} s); later answers fetch the rest."
             )
-        left = TURN_WAIT_LEFT.get()
-        if left is not None:  # what this turn may still wait, for its tools' fetches
-            TURN_WAIT_LEFT.set(max(0.0, left - fetched.waited))
+        spend_wait(fetched.waited)  # what this turn may still wait, for its tools' fetches
         return fetched.waited
 
     def _adopt_thread(
@@ -541,18 +374,11 @@ class ContextEngine:
     def _wait_left(self) -> float:
         """Rate-limit seconds this fetch may wait: what is left of the turn's, if it runs
         inside a turn (``turn_wait_budget``), else the setting."""
-        left = TURN_WAIT_LEFT.get()
-        cap = self.settings.max_wait_seconds
-        return cap if left is None else min(cap, left)
+        return wait_left(self.settings.max_wait_seconds)
 
-    @contextlib.contextmanager
-    def turn_wait_budget(self) -> Iterator[None]:
+    def turn_wait_budget(self) -> AbstractContextManager[None]:
         """One answer's rate-limit waiting, shared by its context and every tool's fetch."""
-        token = TURN_WAIT_LEFT.set(self.settings.max_wait_seconds)
-        try:
-            yield
-        finally:
-            TURN_WAIT_LEFT.reset(token)
+        return turn_wait_budget(self.settings.max_wait_seconds)
 
     def _stale_note(self, key: tuple[str, str], why: str) -> str:
         fetched_at = self._fetched.get(key)
@@ -654,38 +480,17 @@ class ContextEngine:
             timeline = self.history.timeline(around)
             root = self._root(channel, anchor.root_ts)
             replies = self._thread_replies(channel, anchor.root_ts)
-        snapshot = build_channel_snapshot(
-            # In the pane the question is placed in the viewed channel, at its own time.
-            anchor.model_copy(update={"channel": viewed, "thread_ts": None}) if viewed else anchor,
+        return assemble(
+            anchor,
             timeline,
+            root,
+            replies,
+            viewed=viewed,
             channel_name=self.names.channels.get(around, around),
-            window=settings.window,
-            budget_tokens=settings.snapshot_budget,
+            settings=settings,
             counter=self.counter,
             names=self.names,
             replies_of=lambda thread_ts: self._replies(around, thread_ts),
-        )
-        thread = None
-        # The anchor is in the snapshot in full; repeating it as a reply only costs tokens.
-        replies = [r for r in replies if r.ts != anchor.ts]
-        if root is not None and (anchor.thread_ts or replies):
-            # Up to the question: what was said after it is not what it asks about.
-            replies = [r for r in replies if ts_key(r.ts) <= ts_key(anchor.ts)]
-            thread = build_thread_context(
-                root,
-                replies,
-                budget_tokens=settings.thread_budget,
-                counter=self.counter,
-                names=self.names,
-                # Slack's count, which knows replies not fetched yet.
-                total_replies=max(root.reply_count - (1 if anchor.is_reply else 0), len(replies)),
-            )
-        return BuiltContext(
-            anchor=anchor,
-            snapshot=snapshot,
-            thread=thread,
-            snapshot_tokens=self.counter.count(wire_json(snapshot)),
-            thread_tokens=self.counter.count(wire_json(thread)) if thread else 0,
-            notes=tuple(notes),
-            waited_s=waited,
+            notes=notes,
+            waited=waited,
         )

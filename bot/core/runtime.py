@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from cachetools import LRUCache, TTLCache
-from chanctx.bot.core.engine import BuiltContext, ContextEngine
+from chanctx.bot.core.built_context import BuiltContext
+from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.core.turns import (
     Answer,
     AnswerRunner,
@@ -38,7 +39,8 @@ from chanctx.bot.slack.markdown import split_markdown
 from chanctx.bot.slack.membership import MembershipChecker
 from chanctx.bot.slack.poster import Poster
 from chanctx.bot.slack.slack_api import counted_reads
-from chanctx.bot.stores.pane_threads.local import AssistantThreads
+from chanctx.bot.stores.pane_threads import PaneThreads
+from chanctx.bot.stores.pane_threads.local import LocalPaneThreads
 from chanctx.context import ChanctxError
 from chanctx.manifest_store import FeedbackStore, QueuedTurn, TurnJournal, TurnStore, Vote
 from slack_sdk import WebClient
@@ -60,7 +62,7 @@ def turn_id(turn: Turn) -> str:
 
 
 class Replicas(Protocol):
-    """Several replicas on one Redis (``bot/shared/``): what the runtime asks of them."""
+    """Several replicas on one Redis (``bot/replicas/``): what the runtime asks of them."""
 
     def publish(self, event: Mapping[str, Any], event_id: str | None) -> bool:
         """Record an event for every replica; False for a delivery recorded before. Raises
@@ -88,7 +90,7 @@ class Runtime:
     keep_results: int | None = None  # answers kept for inspection (None: all, for replay)
     lock: threading.RLock = field(default_factory=threading.RLock)
     # The assistant pane: which channel each pane thread views (persisted by serve/replay).
-    assistant_threads: AssistantThreads = field(default_factory=AssistantThreads)
+    assistant_threads: PaneThreads = field(default_factory=LocalPaneThreads)
     # The durable queue and outbox; in memory unless serve/replay give it a data dir.
     turns: TurnStore = field(default_factory=lambda: TurnJournal(None))
     # Reactions on answers, per turn (the playbook's signal); None records nothing.

@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from chanctx.bot.core.engine import BuiltContext, ContextSettings
+from chanctx.bot.core.built_context import BuiltContext, ContextSettings
 
 __all__ = [
     "Answer",

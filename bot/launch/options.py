@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
     from chanctx.bot.claude.session import SessionSettings
-    from chanctx.bot.core.engine import ContextSettings
+    from chanctx.bot.core.built_context import ContextSettings
 
 __all__ = [
     "SETTINGS",
@@ -413,7 +413,7 @@ def resolve_options(args: argparse.Namespace, env: Mapping[str, str], command: C
 
 def context_settings(options: Options) -> ContextSettings:
     """The context engine's budgets and window, as the options name them."""
-    from chanctx.bot.core.engine import ContextSettings
+    from chanctx.bot.core.built_context import ContextSettings
 
     return ContextSettings(
         thread_budget=options.thread_budget,

@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 import anthropic
 from chanctx.bot.claude.session import ClaudeResponder, SessionSettings
-from chanctx.bot.core.engine import ContextEngine, ContextSettings
+from chanctx.bot.core.built_context import ContextSettings
+from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.core.recipe_runner import RecipeRunner
 from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.core.turns import NullResponder, Responder
@@ -33,7 +34,7 @@ from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.bot.slack.media import MediaFetcher
 from chanctx.bot.slack.media_blocks import FetchedMedia, MediaFailure
 from chanctx.bot.slack.slack_api import SlackFetcher
-from chanctx.bot.stores.pane_threads.local import AssistantThreads
+from chanctx.bot.stores.pane_threads.local import LocalPaneThreads
 from chanctx.cache import MediaContentCache, RateLimiter, ThreadReplyCache
 from chanctx.context import FileRef, default_counter
 from chanctx.context.playbook import Similarity
@@ -177,7 +178,7 @@ class OfflineBot:
             client=self.client,
             responder=responder or NullResponder(),
             workers=1,
-            assistant_threads=AssistantThreads(pane),
+            assistant_threads=LocalPaneThreads(pane),
             turns=TurnJournal(self.data_dir),
             feedback=FeedbackStore(self.data_dir, helpful=reactions[0], harmful=reactions[1]),
             playbooks=self.playbooks,

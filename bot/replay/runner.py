@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from chanctx.bot.claude.session import SessionSettings
-from chanctx.bot.core.engine import ContextSettings
+from chanctx.bot.core.built_context import ContextSettings
 from chanctx.bot.core.recipe_runner import RecipeRunner
 from chanctx.bot.core.runtime import turn_id
 from chanctx.bot.core.turns import Responder, TurnResult
