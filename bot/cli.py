@@ -175,14 +175,14 @@ def _serve_replayed(port: int, as_json: bool) -> Callable[[Any, dict[str, Any]],
     from chanctx.bot.server import build_asgi_app, run_server
     from chanctx.bot.server.query_api import query_routes
     from chanctx.bot.server.query_sources import QuerySources
-    from chanctx.bot.stores.profiles.local import ProfileStore
+    from chanctx.bot.stores.profiles.local import LocalProfileStore
 
     if not 0 < port < 65536:
         raise SettingsError(f"--serve: {port} is not a TCP port (1-65535)")
 
     def serve(bot: Any, report: dict[str, Any]) -> None:
         print(_shown(report, as_json), flush=True)
-        profiles = ProfileStore(bot.data_dir)
+        profiles = LocalProfileStore(bot.data_dir)
         sources = QuerySources(
             bot.engine,
             recipe=bot.recipe,

@@ -12,7 +12,7 @@ from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.server import BackgroundServer, build_asgi_app
 from chanctx.bot.server.query_api import ApiKeys, query_routes
 from chanctx.bot.server.query_sources import QuerySources
-from chanctx.bot.stores.profiles.local import ProfileStore
+from chanctx.bot.stores.profiles import ProfileStore
 
 __all__ = ["DEMO", "api_server", "demo_replayed"]
 

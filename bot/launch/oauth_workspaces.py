@@ -28,11 +28,12 @@ from chanctx.bot.server import build_asgi_app, run_server
 from chanctx.bot.server.api_access import ApiKeys
 from chanctx.bot.server.team_api import TeamApi
 from chanctx.bot.slack.scopes import BOT_SCOPES
+from chanctx.bot.stores.installations.local import local_installations
 from slack_bolt import App, BoltRequest
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 from slack_bolt.oauth.oauth_settings import OAuthSettings
 from slack_sdk import WebClient
-from slack_sdk.oauth.installation_store import FileInstallationStore, InstallationStore
+from slack_sdk.oauth.installation_store import InstallationStore
 from slack_sdk.oauth.state_store import FileOAuthStateStore
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -130,9 +131,7 @@ def _installations(settings: RunSettings) -> InstallationStore:
         assert link is not None
         return RedisInstallationStore(link.client)
     assert settings.client_id is not None
-    return FileInstallationStore(
-        base_dir=str(settings.data_dir / "installations"), client_id=settings.client_id
-    )
+    return local_installations(settings.data_dir, settings.client_id)
 
 
 def serve_oauth(

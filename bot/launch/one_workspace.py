@@ -28,7 +28,7 @@ from chanctx.bot.server.api_access import ApiKeys
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.bot.slack.media import MediaFetcher
 from chanctx.bot.slack.slack_api import SlackFetcher
-from chanctx.bot.stores.pane_threads.local import AssistantThreads
+from chanctx.bot.stores.pane_threads.local import LocalPaneThreads
 from chanctx.bot.stores.redis_link import RedisLink
 from chanctx.cache import Limiter, MediaContentCache, RateLimiter, RedisRateLimiter
 from chanctx.context import default_counter
@@ -142,7 +142,7 @@ def build_runtime(
         responder=responder,
         assistant_threads=replicas.pane
         if replicas
-        else AssistantThreads(data_dir / "assistant_threads.jsonl" if data_dir else None),
+        else LocalPaneThreads(data_dir / "assistant_threads.jsonl" if data_dir else None),
         turns=replicas.turns if replicas else TurnJournal(data_dir),
         feedback=replicas.feedback
         if replicas
@@ -253,12 +253,14 @@ def api_routes(
     rules as Claude's media; its recipe blocks come from the same context.yaml."""
     from chanctx.bot.server.query_api import query_routes
     from chanctx.bot.server.query_sources import QuerySources
-    from chanctx.bot.stores.profiles.local import ProfileStore
+    from chanctx.bot.stores.profiles.local import LocalProfileStore
     from chanctx.bot.stores.profiles.redis import RedisProfileStore
 
     shared = shared_state(runtime)
     profiles = (
-        RedisProfileStore(shared.link.client, shared.team) if shared else ProfileStore(data_dir)
+        RedisProfileStore(shared.link.client, shared.team)
+        if shared
+        else LocalProfileStore(data_dir)
     )
     home = Path(settings.home).resolve()
     sources = QuerySources(

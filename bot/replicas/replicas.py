@@ -24,7 +24,7 @@ from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.core.turns import Turn
 from chanctx.bot.replicas.feed import ChangeFeed
 from chanctx.bot.replicas.turn_queue import TurnConsumer
-from chanctx.bot.stores.pane_threads.redis import RedisAssistantThreads
+from chanctx.bot.stores.pane_threads.redis import RedisPaneThreads
 from chanctx.bot.stores.redis_link import RedisLink
 from chanctx.manifest_store import (
     HARMFUL,
@@ -74,7 +74,7 @@ class Replicas:
             link.client, team, helpful=reactions[0], harmful=reactions[1]
         )
         self.playbooks = RedisPlaybookStore(link.client, team)
-        self.pane = RedisAssistantThreads(link.client, team)
+        self.pane = RedisPaneThreads(link.client, team)
         self.consumer: TurnConsumer | None = None
         self._threads: dict[tuple[str, str], int] = {}  # thread leases held here
         self._lock = threading.Lock()

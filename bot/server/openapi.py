@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from chanctx.bot.server.queries import QueryBody
-from chanctx.bot.stores.profiles.local import NAME_PATTERN, AgentProfile, ProfileFields
+from chanctx.bot.stores.profiles import NAME_PATTERN, AgentProfile, ProfileFields
 from chanctx.tools import QueryChunk
 from pydantic import BaseModel
 from starlette.requests import Request

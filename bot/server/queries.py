@@ -12,7 +12,7 @@ from typing import Any, Literal
 from chanctx.bot.core.channel_view import EngineView
 from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.server.query_sources import QuerySources
-from chanctx.bot.stores.profiles.local import ProfileStore
+from chanctx.bot.stores.profiles import ProfileStore
 from chanctx.tools import BLOCK_TYPES, query_channel
 from pydantic import BaseModel, ConfigDict, Field
 

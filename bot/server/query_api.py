@@ -36,7 +36,8 @@ from chanctx.bot.server.profile_api import profile_routes
 from chanctx.bot.server.queries import QueryBody, completion, run_query
 from chanctx.bot.server.query_socket import serve_socket
 from chanctx.bot.server.query_sources import QuerySources
-from chanctx.bot.stores.profiles.local import ProfileStore
+from chanctx.bot.stores.profiles import ProfileStore
+from chanctx.bot.stores.profiles.local import LocalProfileStore
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
@@ -134,7 +135,7 @@ def query_routes(
         Route("/api/context/query", query, methods=["POST"]),
         Route("/api/context/stream", stream, methods=["GET"]),
         WebSocketRoute("/api/context/ws", socket),
-        *profile_routes(profiles or ProfileStore(None), keys),
+        *profile_routes(profiles or LocalProfileStore(None), keys),
         *openapi_routes(),
         *(
             inspector_routes(

@@ -17,7 +17,7 @@ from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.server.api_access import may_read, validation_errors
 from chanctx.bot.server.queries import QueryBody, completion, run_query
 from chanctx.bot.server.query_sources import QuerySources
-from chanctx.bot.stores.profiles.local import ProfileStore
+from chanctx.bot.stores.profiles import ProfileStore
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.websockets import WebSocket, WebSocketDisconnect

@@ -18,17 +18,17 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
+from chanctx.bot.stores.pane_threads.store import PaneThreads
 from chanctx.manifest_store._jsonl import line_of, rewrite_atomically
 from slack_bolt.context.assistant.thread_context import AssistantThreadContext
-from slack_bolt.context.assistant.thread_context_store.store import AssistantThreadContextStore
 
-__all__ = ["AssistantThreads"]
+__all__ = ["LocalPaneThreads"]
 
 logger = logging.getLogger("chanctx.assistant")
 _MAX_THREADS = 20_000  # the oldest pane threads are forgotten first
 
 
-class AssistantThreads(AssistantThreadContextStore):
+class LocalPaneThreads(PaneThreads):
     def __init__(self, path: Path | None = None, *, max_threads: int = _MAX_THREADS) -> None:
         self._path = path
         self._max = max_threads
@@ -61,11 +61,6 @@ class AssistantThreads(AssistantThreadContextStore):
         return AssistantThreadContext(context) if context else None
 
     # -- what the bot asks -----------------------------------------------------------------
-
-    def viewed(self, channel_id: str, thread_ts: str) -> str | None:
-        """The channel the user is viewing in this pane thread, if Slack said."""
-        found = self.find(channel_id=channel_id, thread_ts=thread_ts)
-        return found.channel_id if found else None
 
     def first_question(self, channel_id: str, thread_ts: str) -> bool:
         """True once per thread: its first question names the thread."""

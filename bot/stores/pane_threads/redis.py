@@ -11,18 +11,17 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from chanctx.bot.stores.pane_threads.local import AssistantThreads
+from chanctx.bot.stores.pane_threads.store import PaneThreads
 from chanctx.manifest_store import guarded, namespace
 from slack_bolt.context.assistant.thread_context import AssistantThreadContext
 
-__all__ = ["RedisAssistantThreads"]
+__all__ = ["RedisPaneThreads"]
 
 _KEEP: Final = 30 * 86_400
 
 
-class RedisAssistantThreads(AssistantThreads):
+class RedisPaneThreads(PaneThreads):
     def __init__(self, client: Any, team: str) -> None:
-        super().__init__(None)
         self._client = client
         self._prefix = namespace(team) + "pane:"
 

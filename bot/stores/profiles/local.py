@@ -1,6 +1,4 @@
-"""Agent profiles: named defaults an agent's queries take for the fields they omit.
-
-Kept in ``<data dir>/profiles.json``, rewritten whole on each change (write to a temporary file,
+"""Agent profiles on local disk: kept in ``<data dir>/profiles.json``, rewritten whole on each change (write to a temporary file,
 fsync, rename), so a crash leaves the old file or the new one, never half of either.
 """
 
@@ -11,36 +9,17 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from chanctx.bot.stores.profiles.store import MAX_PROFILES, AgentProfile, ProfileStore
+from pydantic import ValidationError
 
-__all__ = ["NAME_PATTERN", "AgentProfile", "ProfileFields", "ProfileStore"]
+__all__ = ["LocalProfileStore"]
 
 logger = logging.getLogger("chanctx.profiles")
 FILE_NAME = "profiles.json"
-MAX_PROFILES = 1_000
 
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
-
-
-class ProfileFields(BaseModel):
-    """A profile without its name: what ``PUT /api/profiles/{name}`` takes (the path names it)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    context_window: int = Field(default=200_000, ge=1_000, le=2_000_000)
-    token_budget: int = Field(default=2_000, ge=16, le=200_000)
-    preferred_format: Literal["json", "markdown", "text"] = "markdown"
-    type_filters: list[Literal["message", "thread"]] = Field(default_factory=list)
-
-
-class AgentProfile(ProfileFields):
-    name: str = Field(pattern=NAME_PATTERN)
-
-
-class ProfileStore:
+class LocalProfileStore(ProfileStore):
     """Profiles by name, durable in ``data_dir`` (in memory when it is None). Thread-safe."""
 
     def __init__(self, data_dir: Path | None) -> None:

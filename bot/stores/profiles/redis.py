@@ -1,7 +1,7 @@
 """Agent profiles in Redis, so every replica's query API serves the same ones.
 
 One hash, ``chanctx:<team>:profiles`` (name -> the profile's JSON): a write is one HSET, so a
-profile is replaced whole or not at all. Same interface as the local ``ProfileStore``; a Redis
+profile is replaced whole or not at all. Same interface as the local store; a Redis
 outage raises StoreUnavailable, which the server answers 503.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from chanctx.bot.stores.profiles.local import MAX_PROFILES, AgentProfile, ProfileStore
+from chanctx.bot.stores.profiles.store import MAX_PROFILES, AgentProfile, ProfileStore
 from chanctx.manifest_store import guarded, namespace
 from pydantic import ValidationError
 
@@ -29,7 +29,6 @@ return replaced
 
 class RedisProfileStore(ProfileStore):
     def __init__(self, client: Any, team: str) -> None:
-        super().__init__(None)
         self._client = client
         self.key = namespace(team) + "profiles"
         self._put = client.register_script(_PUT)
