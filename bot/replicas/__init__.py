@@ -5,3 +5,7 @@
 runtime). The Redis connection and the bot's stores with Redis backends are in ``bot/stores``;
 the turn store and session logs live in ``manifest_store`` with their local twins.
 """
+
+from __future__ import annotations
+
+__all__: list[str] = []
