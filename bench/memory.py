@@ -117,7 +117,7 @@ def in_process(channels: int, per_channel: int) -> dict[str, float]:
 
 
 def _child(channels: int, per_channel: int) -> None:
-    from chanctx.bot.engine import ContextEngine
+    from chanctx.bot.core.engine import ContextEngine
     from chanctx.bot.slack.intake import SelfIdentity
     from chanctx.context import Names
     from chanctx.tools import IndexedHistory

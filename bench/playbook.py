@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chanctx.bot.engine import ContextSettings
+from chanctx.bot.core.built_context import ContextSettings
 from chanctx.bot.replay.fixture import Fixture
 from chanctx.bot.replay.runner import ReplayOptions, replay
 from chanctx.fixtures.build_small import (

@@ -20,9 +20,10 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
-from chanctx.bot.engine import ContextEngine
+from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.server import BackgroundServer
-from chanctx.bot.server.query_api import QueryBody, query_routes, run_query
+from chanctx.bot.server.queries import QueryBody, run_query
+from chanctx.bot.server.query_api import query_routes
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.context import default_counter
 from chanctx.context._render import text_of

@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import redis
-from chanctx.bot.engine import ContextEngine
+from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
-from chanctx.bot.shared.feed import ChangeFeed
-from chanctx.bot.shared.link import RedisLink
+from chanctx.bot.replicas.feed import ChangeFeed
 from chanctx.bot.slack.intake import SelfIdentity
+from chanctx.bot.stores.redis_link import RedisLink
 
 from bench._process import BotProcess, free_port, post_signed
 from bench._results import write_section

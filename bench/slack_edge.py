@@ -24,11 +24,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from chanctx.bot.claude.answers import Answer, Turn
-from chanctx.bot.engine import BuiltContext
+from chanctx.bot.core.built_context import BuiltContext
+from chanctx.bot.core.runtime import Runtime
+from chanctx.bot.core.turns import Answer, Turn
 from chanctx.bot.replay.fixture import load_fixture
 from chanctx.bot.replay.offline import OfflineBot
-from chanctx.bot.runtime import Runtime
 from chanctx.bot.server import BackgroundServer, build_asgi_app
 from slack_sdk import WebClient
 from slack_sdk.signature import SignatureVerifier

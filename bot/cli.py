@@ -1,6 +1,6 @@
 """The ``chanctx`` command line: replay, run, record, fakes, playbook.
 
-Every setting is a flag and an environment variable (``chanctx.bot.options``); secrets come from
+Every setting is a flag and an environment variable (``chanctx.bot.launch.options``); secrets come from
 the environment only. A bad setting is one line on stderr naming it, and exit status 2.
 """
 
@@ -15,8 +15,8 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
-from chanctx.bot.logs import configure_logging
-from chanctx.bot.options import (
+from chanctx.bot.launch.logs import configure_logging
+from chanctx.bot.launch.options import (
     Command,
     Options,
     add_options,
@@ -24,7 +24,7 @@ from chanctx.bot.options import (
     resolve_options,
     session_settings,
 )
-from chanctx.bot.playbook_cli import add_playbook_parser, run_playbook
+from chanctx.bot.playbooks.command import add_playbook_parser, run_playbook
 from chanctx.context import ChanctxError
 
 __all__ = ["main", "parser"]
@@ -123,11 +123,11 @@ def demo_fixture() -> Path:
 
 
 def _replay(args: argparse.Namespace, options: Options) -> int:
-    from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
-    from chanctx.bot.embeddings import EmbeddingSimilarity, load_embed
+    from chanctx.bot.core.embeddings import EmbeddingSimilarity, load_embed
+    from chanctx.bot.core.recipe_runner import RecipeRunner, load_recipe
+    from chanctx.bot.launch.settings import SettingsError
     from chanctx.bot.replay.fixture import load_fixture
     from chanctx.bot.replay.runner import ReplayOptions, replay
-    from chanctx.bot.settings import SettingsError
 
     if args.demo == bool(args.fixture):
         raise SettingsError("replay needs a fixture directory or --demo (one of the two)")
@@ -171,18 +171,18 @@ def _shown(report: dict[str, Any], as_json: bool) -> str:
 
 def _serve_replayed(port: int, as_json: bool) -> Callable[[Any, dict[str, Any]], None]:
     """Print the report, then serve the query API over the replayed state until interrupted."""
+    from chanctx.bot.launch.settings import SettingsError
     from chanctx.bot.server import build_asgi_app, run_server
-    from chanctx.bot.server.profiles import ProfileStore
     from chanctx.bot.server.query_api import query_routes
     from chanctx.bot.server.query_sources import QuerySources
-    from chanctx.bot.settings import SettingsError
+    from chanctx.bot.stores.profiles.local import LocalProfileStore
 
     if not 0 < port < 65536:
         raise SettingsError(f"--serve: {port} is not a TCP port (1-65535)")
 
     def serve(bot: Any, report: dict[str, Any]) -> None:
         print(_shown(report, as_json), flush=True)
-        profiles = ProfileStore(bot.data_dir)
+        profiles = LocalProfileStore(bot.data_dir)
         sources = QuerySources(
             bot.engine,
             recipe=bot.recipe,
@@ -208,13 +208,13 @@ def _serve_replayed(port: int, as_json: bool) -> Callable[[Any, dict[str, Any]],
 
 
 def _serve(args: argparse.Namespace, options: Options, env: Mapping[str, str]) -> int:
-    from chanctx.bot.serve import build_runtime, known_state, serve
-    from chanctx.bot.settings import load_settings
+    from chanctx.bot.launch.one_workspace import build_runtime, known_state, serve
+    from chanctx.bot.launch.settings import load_settings
     from slack_sdk import WebClient
 
     settings = load_settings(options=options, env=env)
     if settings.oauth and args.command == "run":
-        from chanctx.bot.serve_oauth import serve_oauth
+        from chanctx.bot.launch.oauth_workspaces import serve_oauth
 
         serve_oauth(settings)
         return 0
@@ -235,8 +235,8 @@ def _serve(args: argparse.Namespace, options: Options, env: Mapping[str, str]) -
 
 
 def _fakes(args: argparse.Namespace) -> int:
+    from chanctx.bot.launch.settings import SettingsError
     from chanctx.bot.replay.fakes_server import serve_fakes
-    from chanctx.bot.settings import SettingsError
 
     for flag, port in (
         ("--slack-port", args.slack_port),

@@ -10,9 +10,9 @@ from pathlib import Path
 from chanctx.bot.replay.fixture import load_fixture
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.server import BackgroundServer, build_asgi_app
-from chanctx.bot.server.profiles import ProfileStore
 from chanctx.bot.server.query_api import ApiKeys, query_routes
 from chanctx.bot.server.query_sources import QuerySources
+from chanctx.bot.stores.profiles import ProfileStore
 
 __all__ = ["DEMO", "api_server", "demo_replayed"]
 

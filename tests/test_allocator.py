@@ -1,9 +1,9 @@
-"""bot/allocator.py: the glibc malloc settings `chanctx run` makes from inside the process."""
+"""bot/launch/allocator.py: the glibc malloc settings `chanctx run` makes from inside the process."""
 
 from __future__ import annotations
 
 import pytest
-from chanctx.bot.allocator import limit_arenas
+from chanctx.bot.launch.allocator import limit_arenas
 
 
 def test_arenas_are_capped_unless_the_environment_decides(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from chanctx.bot.replay.fixture import load_fixture
 from chanctx.bot.replay.offline import OfflineBot
-from chanctx.bot.slack.assistant_threads import AssistantThreads
+from chanctx.bot.stores.pane_threads.local import LocalPaneThreads
 from chanctx.tools import read_context_output
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "assistant_pane"
@@ -117,13 +117,13 @@ def test_a_context_change_moves_the_next_question_to_the_new_channel(bot: Offlin
 
 def test_the_viewed_channel_survives_a_restart_and_a_torn_line(tmp_path: Path) -> None:
     path = tmp_path / "assistant_threads.jsonl"
-    threads = AssistantThreads(path)
+    threads = LocalPaneThreads(path)
     threads.save(channel_id="D1", thread_ts="1.000001", context={"channel_id": "C1"})
     threads.save(channel_id="D1", thread_ts="1.000001", context={"channel_id": "C2"})
     assert threads.first_question("D1", "1.000001") is True
     with path.open("a") as handle:
         handle.write('{"channel_id": "D1", "thread_')  # a crash mid-write
-    again = AssistantThreads(path)
+    again = LocalPaneThreads(path)
     assert again.viewed("D1", "1.000001") == "C2"  # the last word wins
     assert again.first_question("D1", "1.000001") is False  # titled once, ever
     assert again.viewed("D9", "1.000001") is None
@@ -131,7 +131,7 @@ def test_the_viewed_channel_survives_a_restart_and_a_torn_line(tmp_path: Path) -
 
 def test_the_store_is_bounded_and_rewrites_itself(tmp_path: Path) -> None:
     path = tmp_path / "assistant_threads.jsonl"
-    threads = AssistantThreads(path, max_threads=10)
+    threads = LocalPaneThreads(path, max_threads=10)
     for n in range(2_000):
         threads.save(channel_id="D1", thread_ts=f"{n}.000001", context={"channel_id": "C1"})
     assert threads.viewed("D1", "1999.000001") == "C1"

@@ -11,9 +11,15 @@ from pathlib import Path
 
 import pytest
 from chanctx.bot.cli import demo_fixture, main, parser
-from chanctx.bot.logs import configure_logging
-from chanctx.bot.options import SETTINGS, Options, SettingsError, default_text, resolve_options
-from chanctx.bot.settings import load_settings
+from chanctx.bot.launch.logs import configure_logging
+from chanctx.bot.launch.options import (
+    SETTINGS,
+    Options,
+    SettingsError,
+    default_text,
+    resolve_options,
+)
+from chanctx.bot.launch.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -150,6 +156,6 @@ def test_logs_carry_timestamp_level_and_logger(capsys: pytest.CaptureFixture[str
 
 
 def test_settings_error_is_the_settings_module_one() -> None:
-    from chanctx.bot import settings
+    from chanctx.bot.launch import settings
 
     assert settings.SettingsError is SettingsError

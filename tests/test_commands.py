@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from chanctx.bot.events.listeners.commands import thread_ts_of
 from chanctx.bot.replay.offline import OfflineBot
-from chanctx.bot.slack.listeners.commands import thread_ts_of
 from chanctx.manifest_store import SessionKey, SessionStore
 
 from .slack_events import CHANNEL, STATE, TEAM, envelope, mention_pair, message, ts

@@ -8,7 +8,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from chanctx.bot.engine import ContextSettings
+from chanctx.bot.core.built_context import ContextSettings
 from chanctx.bot.replay.offline import OfflineBot
 
 from .slack_events import CHANNEL, STATE, envelope, mention_pair, message, ts

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from chanctx.bot.settings import SettingsError, load_settings
+from chanctx.bot.launch.settings import SettingsError, load_settings
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 

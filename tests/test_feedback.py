@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from chanctx.bot.claude.answers import Answer, Turn
-from chanctx.bot.engine import BuiltContext
+from chanctx.bot.core.built_context import BuiltContext
+from chanctx.bot.core.runtime import turn_id
+from chanctx.bot.core.turns import Answer, Turn
 from chanctx.bot.replay.offline import OfflineBot
-from chanctx.bot.runtime import turn_id
 from chanctx.manifest_store import FEEDBACK_FILE, FeedbackStore
 
 from .slack_events import (

@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from chanctx.bot.claude.request_rules import NO_ANSWER, problems
+from chanctx.bot.messages_api.request_rules import NO_ANSWER, problems
 from chanctx.bot.replay.fake_claude import OFFLINE_MARK
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 from chanctx.bot.replay.fixture import load_fixture

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from chanctx.bot.cli import main
+from chanctx.bot.launch.settings import SettingsError, load_settings
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.replay.record import Recorder, redact
 from chanctx.bot.server import BackgroundServer, build_asgi_app
-from chanctx.bot.settings import SettingsError, load_settings
 from slack_sdk.signature import SignatureVerifier
 
 from .slack_events import STATE, mention_pair, ts
@@ -161,9 +161,9 @@ def test_redaction_removes_every_token_shape() -> None:
 
 
 def test_record_writes_a_replayable_fixture(tmp_path: Path) -> None:
+    from chanctx.bot.launch.one_workspace import known_state
     from chanctx.bot.replay.fixture import load_fixture
     from chanctx.bot.replay.runner import replay
-    from chanctx.bot.serve import known_state
 
     recorder = Recorder(tmp_path / "rec")
     # Recorded first, in delivery order, as `chanctx record` does (a channel message event

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chanctx.bot.claude.answers import Answer, Turn
-from chanctx.bot.engine import BuiltContext
+from chanctx.bot.core.built_context import BuiltContext
+from chanctx.bot.core.turns import Answer, Turn
 from chanctx.bot.replay.fixture import load_fixture
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.replay.runner import replay

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from chanctx.bot.claude.request_rules import pdf_pages, problems
+from chanctx.bot.messages_api.request_rules import pdf_pages, problems
 from chanctx.bot.replay._loopback import LoopbackServer
 from chanctx.bot.replay.fake_slack import FILE_DOWNLOAD, FakeSlackAPI
 from chanctx.bot.slack.media import SLACK_FILE_HOSTS, MediaFetcher

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["bot", "bot/slack", "bot/slack/listeners", "bot/claude", "bot/replay", "context",
-            "tools", "cache", "manifest_store"]  # fmt: skip
+PACKAGES = ["bot", "bot/slack", "bot/messages_api", "bot/stores", "bot/stores/installations",
+            "bot/stores/pane_threads", "bot/stores/profiles", "bot/core", "bot/playbooks",
+            "bot/events", "bot/events/listeners", "bot/claude", "bot/replicas", "bot/server",
+            "bot/replay", "bot/launch", "context", "tools", "cache", "manifest_store"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

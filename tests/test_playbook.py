@@ -380,7 +380,7 @@ PARAPHRASES = (
 
 
 def test_an_installed_embedding_model_merges_paraphrases_words_alone_miss() -> None:
-    from chanctx.bot.embeddings import EmbeddingSimilarity, load_embed
+    from chanctx.bot.core.embeddings import EmbeddingSimilarity, load_embed
 
     deltas = [Delta(op="ADD", section="owners", content=text, subject=None,
                     sources=(BulletSource(turn=f"{CHANNEL}:{n}"),))

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 import schemathesis
-from chanctx.bot.server.profiles import ProfileStore
 from chanctx.bot.server.query_api import ApiKeys
+from chanctx.bot.stores.profiles.local import LocalProfileStore
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +19,7 @@ from .test_query_api import ADMIN, INCIDENTS, READER
 
 @pytest.fixture(scope="module")
 def origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    profiles = ProfileStore(tmp_path_factory.mktemp("openapi"))
+    profiles = LocalProfileStore(tmp_path_factory.mktemp("openapi"))
     keys = ApiKeys({READER: [INCIDENTS], ADMIN: "*"})
     with demo_replayed() as bot, api_server(bot, keys, profiles) as server:
         yield server.origin

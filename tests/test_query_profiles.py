@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chanctx.bot.server.profiles import ProfileStore
 from chanctx.bot.server.query_api import ApiKeys
+from chanctx.bot.stores.profiles.local import LocalProfileStore
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +26,7 @@ Served = tuple[str, Path]
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     data = tmp_path_factory.mktemp("profiles")
     keys = ApiKeys({READER: [INCIDENTS], ADMIN: "*"})
-    with demo_replayed() as bot, api_server(bot, keys, ProfileStore(data)) as server:
+    with demo_replayed() as bot, api_server(bot, keys, LocalProfileStore(data)) as server:
         yield server.origin, data
 
 
@@ -58,8 +58,8 @@ def test_a_profile_is_created_read_replaced_and_deleted(served: Served) -> None:
     fields = {k: v for k, v in profile.items() if k != "name"}  # PUT: the path names it
     wider = {**fields, "token_budget": 900}
     assert call("PUT", f"{origin}/api/profiles/triage-bot", wider)[0] == 200
-    assert ProfileStore(data).get("triage-bot") is not None  # on disk: a restart keeps it
-    assert ProfileStore(data).get("triage-bot").token_budget == 900  # type: ignore[union-attr]
+    assert LocalProfileStore(data).get("triage-bot") is not None  # on disk: a restart keeps it
+    assert LocalProfileStore(data).get("triage-bot").token_budget == 900  # type: ignore[union-attr]
     named = {**wider, "name": "other"}  # another name in a PUT body is refused, not obeyed
     status, body = call("PUT", f"{origin}/api/profiles/triage-bot", named)
     assert status == 422 and body["fields"][0]["field"] == "name"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import websockets
-from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
+from chanctx.bot.core.recipe_runner import RecipeRunner, load_recipe
 from chanctx.bot.replay.fake_slack import FILE_DOWNLOAD
 from chanctx.bot.replay.fixture import load_fixture
 from chanctx.bot.replay.offline import OFFLINE_BOT_TOKEN, OfflineBot, ReplayMedia

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
+from chanctx.bot.core.recipe_runner import RecipeRunner, load_recipe
 from chanctx.context import (
     ChannelSnapshotSource,
     ComputedCache,

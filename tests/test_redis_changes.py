@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 import redis
-from chanctx.bot.engine import ContextEngine
-from chanctx.bot.shared.feed import ChangeFeed
-from chanctx.bot.shared.link import RedisLink
+from chanctx.bot.core.engine import ContextEngine
+from chanctx.bot.replicas.feed import ChangeFeed
 from chanctx.bot.slack.intake import SelfIdentity
+from chanctx.bot.stores.redis_link import RedisLink
 from chanctx.context import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -146,10 +146,10 @@ def test_run_with_a_redis_url_spends_the_shared_budget(
     client: redis.Redis, server: RedisServer, tmp_path: Path
 ) -> None:
     """`chanctx run --redis-url`: the bot's Slack reads take from the workspace's Redis budget."""
-    from chanctx.bot.options import Options
+    from chanctx.bot.launch.one_workspace import build_runtime
+    from chanctx.bot.launch.options import Options
+    from chanctx.bot.launch.settings import RunSettings
     from chanctx.bot.replay.fake_slack import FakeSlackAPI
-    from chanctx.bot.serve import build_runtime
-    from chanctx.bot.settings import RunSettings
     from slack_sdk import WebClient
 
     state = {
@@ -174,10 +174,10 @@ def test_run_with_a_redis_url_spends_the_shared_budget(
 
 
 def test_run_with_an_unreachable_redis_stops_with_one_line(tmp_path: Path) -> None:
-    from chanctx.bot.options import Options, SettingsError
+    from chanctx.bot.launch.one_workspace import build_runtime
+    from chanctx.bot.launch.options import Options, SettingsError
+    from chanctx.bot.launch.settings import RunSettings
     from chanctx.bot.replay.fake_slack import FakeSlackAPI
-    from chanctx.bot.serve import build_runtime
-    from chanctx.bot.settings import RunSettings
     from slack_sdk import WebClient
 
     dead = RedisServer(tmp_path)  # a free port nothing listens on

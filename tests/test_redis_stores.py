@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 import redis
-from chanctx.bot.server.profiles import AgentProfile
-from chanctx.bot.shared.installations import RedisInstallationStore
-from chanctx.bot.shared.pane import RedisAssistantThreads
-from chanctx.bot.shared.profiles import RedisProfileStore
+from chanctx.bot.stores.installations.redis import RedisInstallationStore
+from chanctx.bot.stores.pane_threads.redis import RedisPaneThreads
+from chanctx.bot.stores.profiles import AgentProfile
+from chanctx.bot.stores.profiles.redis import RedisProfileStore
 from chanctx.manifest_store import (
     CustomEntry,
     RedisFeedbackStore,
@@ -222,7 +222,7 @@ def test_a_reaction_through_one_replica_counts_for_an_answer_another_posted(
 def test_the_panes_channel_is_known_to_every_replica_and_titled_once(
     client: redis.Redis,
 ) -> None:
-    started, asked = RedisAssistantThreads(client, TEAM), RedisAssistantThreads(client, TEAM)
+    started, asked = RedisPaneThreads(client, TEAM), RedisPaneThreads(client, TEAM)
     started.save(channel_id="D1", thread_ts="9.000020", context={"channel_id": "C7"})
     started.save(channel_id="D1", thread_ts="9.000021", context={"team_id": "T1"})  # no channel
     assert asked.viewed("D1", "9.000020") == "C7"

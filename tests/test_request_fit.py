@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from chanctx.bot.claude.request_fit import BYTE_BUDGET, estimate_tokens, fit_request
-from chanctx.bot.claude.request_rules import problems, request_bytes
 from chanctx.bot.claude.session import SessionSettings
+from chanctx.bot.messages_api.request_fit import BYTE_BUDGET, estimate_tokens, fit_request
+from chanctx.bot.messages_api.request_rules import problems, request_bytes
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.context import default_counter
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import anthropic
 import pytest
-from chanctx.bot.claude.request_rules import (
+from chanctx.bot.messages_api.request_rules import (
     IMAGE_MAX_SIDE_MANY,
     REQUEST_MAX_BYTES,
     pdf_pages,

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from chanctx.bot.channel_view import EngineView
-from chanctx.bot.engine import ContextEngine
-from chanctx.bot.options import SettingsError, resolve_options
+from chanctx.bot.core.channel_view import EngineView
+from chanctx.bot.core.engine import ContextEngine
+from chanctx.bot.launch.options import SettingsError, resolve_options
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.cache import ChannelHistory, ts_key
 from chanctx.context import FileRef, Message, Names

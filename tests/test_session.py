@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from chanctx.bot.claude.prompt import CONTEXT_HEADER, system_prompt
-from chanctx.bot.claude.recipe_runner import RecipeRunner, load_recipe
 from chanctx.bot.claude.session import SessionSettings
+from chanctx.bot.core.recipe_runner import RecipeRunner, load_recipe
 from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_claude import OFFLINE_MARK
 from chanctx.bot.replay.offline import OfflineBot
@@ -853,8 +853,10 @@ def test_a_recipe_adds_its_file_after_the_builtin_prompt_and_sets_the_budgets(
     assert thread["truncation"]["total_replies"] == 12
     assert thread["truncation"]["included_replies"] < 12
     assert 0 < len(snapshot["adjacent"]) < 12
+    # One build, with the recipe's budgets known first: the context the turn keeps (the
+    # inspector's) is the one that was sent.
     assert result.context is not None and result.context.thread is not None
-    assert len(result.context.thread.replies) == 12  # the engine's own build was not cut
+    assert len(result.context.thread.replies) == thread["truncation"]["included_replies"]
 
 
 def test_a_recipes_snapshot_window_limits_the_adjacent_messages(

@@ -71,7 +71,7 @@ def test_the_table_covers_more_than_the_fixtures_happen_to_call() -> None:
 
 
 def test_the_slash_command_the_app_answers_is_declared_with_its_scope() -> None:
-    from chanctx.bot.slack.listeners.commands import COMMAND
+    from chanctx.bot.events.listeners.commands import COMMAND
 
     manifest = yaml.safe_load((ROOT / "slack-app-manifest.yaml").read_text())
     declared = [c["command"] for c in manifest["features"]["slash_commands"]]

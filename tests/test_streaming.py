@@ -11,11 +11,11 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from chanctx.bot.claude.answers import Answer, Turn
-from chanctx.bot.engine import BuiltContext
+from chanctx.bot.core.built_context import BuiltContext
+from chanctx.bot.core.runtime import turn_id
+from chanctx.bot.core.turns import Answer, Turn
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 from chanctx.bot.replay.offline import OfflineBot
-from chanctx.bot.runtime import turn_id
 from chanctx.bot.slack.feedback_buttons import ACTION_ID
 from chanctx.bot.slack.poster import EVENT_TYPE
 from slack_sdk import WebClient

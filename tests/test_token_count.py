@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import anthropic
 import pytest
-from chanctx.bot.claude.token_count import COOL_DOWN_SECONDS, ExactCounter, make_counter
+from chanctx.bot.messages_api.exact_tokens import COOL_DOWN_SECONDS, ExactCounter, make_counter
 from chanctx.bot.replay.fake_anthropic import FRAME_TOKENS, FakeAnthropicAPI
 from chanctx.context.tokens import PieceCounter, TokenCounter, default_counter
 
@@ -112,10 +112,10 @@ def test_api_error_falls_back_without_raising(
     fallback = PieceCounter("claude_v3")
     counter = ExactCounter(client, model=MODEL, fallback=fallback)
     fake.fail_next(1, status=status, retry_after=retry_after)
-    with caplog.at_level(logging.WARNING, logger="chanctx.bot.claude.token_count"):
+    with caplog.at_level(logging.WARNING, logger="chanctx.bot.messages_api.exact_tokens"):
         assert counter.count("incident report") == fallback.count("incident report")
     assert fake.count == 1  # no retries: one attempt, then the fallback
-    warnings = [r for r in caplog.records if r.name == "chanctx.bot.claude.token_count"]
+    warnings = [r for r in caplog.records if r.name == "chanctx.bot.messages_api.exact_tokens"]
     assert len(warnings) == 1 and f"HTTP {status}" in warnings[0].getMessage()
 
 
@@ -133,11 +133,13 @@ def test_after_a_failure_the_api_rests_for_a_cool_down(
     clock = FakeClock()
     counter = ExactCounter(client, model=MODEL, clock=clock)
     fake.fail_next(1, status=500)
-    with caplog.at_level(logging.WARNING, logger="chanctx.bot.claude.token_count"):
+    with caplog.at_level(logging.WARNING, logger="chanctx.bot.messages_api.exact_tokens"):
         for i in range(20):
             counter.count(f"piece {i}")
     assert fake.count == 1  # one failed attempt, then offline answers only
-    assert len([r for r in caplog.records if r.name == "chanctx.bot.claude.token_count"]) == 1
+    assert (
+        len([r for r in caplog.records if r.name == "chanctx.bot.messages_api.exact_tokens"]) == 1
+    )
     clock.now += COOL_DOWN_SECONDS + 1
     assert counter.count("piece 0") == answer("piece 0") - (answer("a") - 1)
     assert fake.count == 3  # the frame probe and the text, the API is back in use

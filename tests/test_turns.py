@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chanctx.bot.claude.answers import Answer, Turn
-from chanctx.bot.engine import BuiltContext
+from chanctx.bot.core.built_context import BuiltContext
+from chanctx.bot.core.runtime import turn_id
+from chanctx.bot.core.turns import Answer, Turn
 from chanctx.bot.replay.offline import OfflineBot
-from chanctx.bot.runtime import turn_id
 from chanctx.bot.slack.poster import EVENT_TYPE
 from chanctx.manifest_store import TurnJournal
 from hypothesis import given, settings
@@ -257,7 +257,7 @@ def test_a_slow_claude_ends_in_an_honest_reply_and_never_starves_other_threads(
 
 
 def test_per_thread_state_does_not_grow_with_the_number_of_threads(tmp_path: Path) -> None:
-    from chanctx.bot.claude.answers import AnswerRunner, TurnResult
+    from chanctx.bot.core.turns import AnswerRunner, TurnResult
 
     runner = AnswerRunner(lambda turn: TurnResult(turn=turn), workers=2, keep_results=50)
     for n in range(2_000):

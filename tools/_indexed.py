@@ -4,7 +4,7 @@
 :class:`~tools._index.ChannelIndex` per channel current on every write (record, edit, delete,
 reaction, eviction): each write queues the changed messages in O(1) and the next search
 tokenises them. That is what makes a search of a 100,000-message channel cost milliseconds: no
-call lists the channel's messages. ``bot/serve.py`` runs the engine on one.
+call lists the channel's messages. ``bot/launch/one_workspace.py`` runs the engine on one.
 
 A view over a plain ChannelHistory (or any other view) gets an index synced from its
 ``messages()`` instead (:func:`synced_index`): one per (owner, channel, stemmer), kept for as

@@ -1,5 +1,5 @@
-"""The Claude side: one session per Slack thread on the Messages API, the system prompt, the
-answer pipeline, token counting, media in sessions and the context recipe runner."""
+"""Floor 2, the Claude session: one session per Slack thread on the Messages API, the system
+prompt, the conversation's parts, the scratchpad and media in sessions."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """The shape of a session's conversation: where its cache breakpoints go, which messages open a
 turn, what the last answer was, and the notes sent when Claude's answer is empty or cut off.
 
-Pure functions over Messages API message dicts (and the session log's entries), kept apart from
-the session so each can be read and tested alone.
+And the parts of a user message: the context package (snapshot and thread), the replies others
+posted since the last answer, and the question. Functions over Messages API message dicts (and
+the session log's entries), kept apart from the session so each can be read and tested alone.
 """
 
 from __future__ import annotations
@@ -11,7 +12,12 @@ import copy
 from typing import Any
 
 from chanctx.bot.claude.prompt import CONTEXT_HEADER
-from chanctx.bot.playbooks import PLAYBOOK_PREFIX
+from chanctx.bot.claude.session_state import SessionState
+from chanctx.bot.core.built_context import BuiltContext
+from chanctx.bot.core.engine import ContextEngine
+from chanctx.bot.core.turns import Turn
+from chanctx.bot.playbooks.channel_playbooks import PLAYBOOK_PREFIX
+from chanctx.context import Fitted, Message, Names, render_slack_text, wire_json
 from chanctx.manifest_store import CustomEntry, Entry, MessageEntry
 
 __all__ = [
@@ -21,11 +27,14 @@ __all__ = [
     "EMPTY_ANSWER",
     "LAST_SEEN",
     "THREAD_PREFIX",
+    "context_package",
     "final_text",
     "is_question",
     "last_answer",
     "last_turns",
     "package_end",
+    "question",
+    "thread_delta",
     "with_breakpoints",
 ]
 
@@ -112,3 +121,59 @@ def last_answer(entries: list[Entry]) -> tuple[str, str] | None:
         elif isinstance(entry, CustomEntry) and entry.custom_type == LAST_SEEN:
             found = (str(entry.data.get("ts")), text)
     return found
+
+
+# -- the parts of a user message ---------------------------------------------------------
+
+
+def context_package(context: BuiltContext, fitted: Fitted | None) -> list[dict[str, Any]]:
+    with_snapshot = fitted is None or fitted.snapshot_budget is not None
+    with_thread = fitted is None or fitted.thread_budget is not None
+    head = CONTEXT_HEADER
+    if context.notes:
+        head += "\nNotes: " + " ".join(context.notes)
+    blocks = [
+        {
+            "type": "text",
+            "text": head
+            + (
+                "\nChannelSnapshot (JSON):\n" + wire_json(context.snapshot) if with_snapshot else ""
+            ),
+        }
+    ]
+    if with_thread and context.thread is not None:
+        blocks.append({"type": "text", "text": THREAD_PREFIX + wire_json(context.thread)})
+    return blocks
+
+
+def thread_delta(engine: ContextEngine, turn: Turn, session: SessionState) -> list[dict[str, Any]]:
+    """The replies others posted in this thread since our last turn, one line each."""
+    newer = [
+        m
+        for m in engine.replies_since(turn.channel, turn.thread_ts, session.last_seen_ts)
+        if not m.is_self and m.ts != turn.anchor_ts
+    ]
+    if not newer:
+        return []
+    lines = [_line(m, engine.names) for m in newer]
+    return [
+        {
+            "type": "text",
+            "text": "New in this thread since your last answer:\n" + "\n".join(lines),
+        }
+    ]
+
+
+def question(context: BuiltContext) -> str:
+    anchor = context.snapshot.anchor
+    return f"[{anchor.ts}] {anchor.author.display_name}: {anchor.text}"
+
+
+def _line(message: Message, names: Names) -> str:
+    from chanctx.context._time import iso_from_ts
+
+    author = names.users.get(message.user_id) or message.author_name or message.user_id
+    text = " ".join(
+        render_slack_text(message.text, users=names.users, channels=names.channels).split()
+    )
+    return f"[{iso_from_ts(message.ts)}] {author}: {text}"

@@ -1,4 +1,5 @@
-"""The system prompt Claude gets when structured channel context is attached (seed 003)."""
+"""The system prompt Claude gets when structured channel context is attached: how to read the
+snapshot and the thread, and that channel text is data, not instructions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A thread session's scratchpad (seed 004's isolate strategy, against distraction): a bulky
+"""A thread session's scratchpad (isolating a bulky output, against distraction): a bulky
 tool output is set aside instead of filling the conversation. The session keeps its first part
 (what fits the threshold) and a handle; Claude reads the rest, a page at a time, with the
 ``scratchpad_read`` tool, only if it needs it.

@@ -1,6 +1,6 @@
 """One Claude session per Slack thread, on the Messages API.
 
-First turn: the system prompt (seed 003's CHANNEL CONTEXT) and the recipe's blocks, then the
+First turn: the system prompt (how to read the CHANNEL CONTEXT) and the recipe's blocks, then the
 ChannelSnapshot and ThreadContext JSON as content blocks, attached once. Later turns send only
 what is new: the replies others posted in the thread since our last answer, and the question.
 The Messages API is stateless, so the earlier turns are sent again, but behind ``cache_control``
@@ -19,37 +19,28 @@ import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 
 import anthropic
 from cachetools import LRUCache
-from chanctx.bot.channel_view import EngineView
-from chanctx.bot.claude.answers import Answer, SentBlock, ToolCall, Turn
+from chanctx.bot.claude.compaction import fold_old_turns, used_tokens
 from chanctx.bot.claude.conversation import (
     CONTEXT_BLOCK_HEAD,
     CUT_OFF,
     CUT_OFF_EMPTY,
     EMPTY_ANSWER,
     LAST_SEEN,
-    THREAD_PREFIX,
+    context_package,
     final_text,
     last_answer,
     last_turns,
     package_end,
-    with_breakpoints,
+    question,
+    thread_delta,
 )
-from chanctx.bot.claude.prompt import CONTEXT_HEADER, system_prompt
-from chanctx.bot.claude.recipe_runner import RecipeRunner
-from chanctx.bot.claude.request_fit import estimate_tokens, fit_request
-from chanctx.bot.claude.request_rules import NO_ANSWER, check_request, repaired
-from chanctx.bot.claude.scratchpad import (
-    SCRATCHPAD_READ,
-    SCRATCHPAD_TOOL,
-    Scratchpad,
-)
+from chanctx.bot.claude.prompt import system_prompt
 from chanctx.bot.claude.session_media import (
     Attached,
-    Located,
     MediaAttacher,
     MediaSource,
     thread_media,
@@ -59,37 +50,33 @@ from chanctx.bot.claude.session_state import (
     SessionSettings,
     SessionState,
     ToolLoop,
-    add_usage,
     held_in_package,
 )
-from chanctx.bot.engine import BuiltContext, ContextEngine
-from chanctx.bot.playbooks import ChannelPlaybooks
+from chanctx.bot.claude.tool_rounds import ToolRounds
+from chanctx.bot.core.built_context import BuiltContext, ContextSettings
+from chanctx.bot.core.engine import ContextEngine
+from chanctx.bot.core.recipe_runner import RecipeRunner
+from chanctx.bot.core.turns import Answer, SentBlock, StaleContext, Turn
+from chanctx.bot.messages_api.request_fit import estimate_tokens
+from chanctx.bot.messages_api.request_rules import NO_ANSWER, check_request, repaired
+from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks
 from chanctx.context import (
     ChanctxError,
     Fitted,
-    Message,
-    Names,
     TokenCounter,
     default_counter,
-    render_slack_text,
-    wire_json,
 )
 from chanctx.context.recipe import DEFAULT_PLAYBOOK_BUDGET
 from chanctx.manifest_store import (
     AttachmentManifest,
-    CompactionEntry,
     CustomEntry,
     Entry,
     MessageEntry,
     SessionKey,
     SessionLogs,
     SessionStarted,
-    needs_compaction,
     rebuild,
-    summarize_request,
-    trim,
 )
-from chanctx.tools import ChannelTools, ToolResult
 
 __all__ = ["DEFAULT_MODEL", "ClaudeResponder", "SessionSettings"]
 
@@ -212,6 +199,18 @@ class ClaudeResponder:
 
     # -- one turn ---------------------------------------------------------------------------
 
+    def context_settings(self, turn: Turn) -> ContextSettings | None:
+        """The settings this turn's context is built with: the recipe's budgets when the turn
+        attaches a fresh context under a recipe and they differ from the engine's, else None.
+        The recipe read here is the one the turn is then answered with."""
+        session = self._session(turn)
+        with session.lock:
+            if self._answered_already(session, turn):
+                session.planned = None
+                return None
+            session.planned = self._load_recipe(session, turn)
+            return self._recipe_settings(session.planned)
+
     def respond(self, turn: Turn, context: BuiltContext) -> Answer:
         session = self._session(turn)
         # One deadline for the whole turn, every request and tool round included: a hung or
@@ -224,12 +223,12 @@ class ClaudeResponder:
             _DEADLINE.reset(token)
 
     def _respond(self, session: SessionState, turn: Turn, context: BuiltContext) -> Answer:
-        if session.last_answer is not None and session.last_answer[0] == turn.anchor_ts:
+        if self._answered_already(session, turn) and session.last_answer is not None:
             # Answered and logged, then the process died before the answer was queued to
             # post: the same answer again, without a second request or a second log entry.
             text = session.last_answer[1]
             return Answer(text=EMPTY_ANSWER if text in ("", NO_ANSWER) else text)
-        fitted = self._load_recipe(session, turn)
+        fitted, session.planned = session.planned, None  # read by context_settings
         system = self._system(session)
         past = last_turns(session.messages, session.keep_turns)
         # The recipe's journal keeps the last N turns; once the turn carrying the context
@@ -243,8 +242,7 @@ class ClaudeResponder:
             SentBlock("recipe", b.name, b.tokens) for b in (fitted.blocks if fitted else ())
         ]
         if attaching:
-            context = self._fresh_context(turn, context, fitted)
-            package = self._package(context, fitted)
+            package = context_package(context, fitted)
             blocks += package
             session.held = held_in_package(context, fitted)
             sent += [
@@ -256,7 +254,7 @@ class ClaudeResponder:
                 blocks.append({"type": "text", "text": playbook})
                 sent.append(SentBlock("playbook", "playbook", self.counter.count(playbook)))
         else:
-            delta = self._delta(turn, session)
+            delta = thread_delta(self.engine, turn, session)
             blocks += delta
             sent += [
                 SentBlock("delta", "thread delta", self.counter.count(b["text"])) for b in delta
@@ -264,7 +262,7 @@ class ClaudeResponder:
         media = self._media_blocks(session, turn, attaching=attaching)
         blocks += media.blocks
         sent += [SentBlock("media", b.get("type", "media"), 0) for b in media.blocks]
-        blocks.append({"type": "text", "text": self._question(context)})
+        blocks.append({"type": "text", "text": question(context)})
         history = [*past, {"role": "user", "content": blocks}]
         # What this request would cost, estimated before sending: the inspector's total bar,
         # and the compaction trigger.
@@ -277,9 +275,17 @@ class ClaudeResponder:
             except (anthropic.APIError, ChanctxError) as error:
                 logger.warning("compaction of %s failed before sending: %s", session.key, error)
                 compacted = False
-            if compacted:
-                return self._respond(session, turn, context)
-        loop = self._tool_loop(session, turn, system, history)
+            if compacted:  # the next turn attaches fresh context: plan and build it again
+                raise StaleContext(f"{session.key} compacted before sending")
+        loop = ToolRounds(
+            engine=self.engine,
+            settings=self.settings,
+            counter=self.counter,
+            clock=self.clock,
+            media=self.media,
+            create=self._create,
+            cache_marker=self._cache_marker,
+        ).run(session, turn, system, history)
         loop.manifest_changed = loop.manifest_changed or media.manifest_changed
         # An empty end_turn, or a max_tokens stop inside a tool_use, leaves messages no later
         # request may carry: they are repaired before they are kept, and the user is told.
@@ -329,7 +335,7 @@ class ClaudeResponder:
         fitted = self.recipe.assemble(
             run_id=session.key.thread_ts, channel=turn.channel, thread_ts=turn.thread_ts
         )
-        # Seed 000's framing: each block says which source it is, so Claude (and a reader of
+        # Framing: each block says which source it is, so Claude (and a reader of
         # --requests-out) can tell the runbook from the computed status.
         session.recipe_texts = [
             f"{CONTEXT_BLOCK_HEAD}{b.name}\n\n{b.text}" for b in fitted.blocks if b.text.strip()
@@ -360,111 +366,6 @@ class ClaudeResponder:
             seen = float(session.last_seen_ts or 0)
             files = [f for f in files if float(f.message_id) > seen]
         return self.media.attach(files, session.manifest, turn=session.turn + 1)
-
-    def _tool_result(
-        self,
-        session: SessionState,
-        turn: Turn,
-        call: Any,
-        outcome: ToolResult,
-        loop: ToolLoop,
-    ) -> dict[str, Any]:
-        """A tool result; a media request that succeeded also carries the file itself."""
-        block = outcome.as_block(call.id)
-        wanted = call.input.get("media_artifact_id") if isinstance(call.input, dict) else None
-        if self.media is None or call.name != "channel_messages" or outcome.is_error or not wanted:
-            return block
-        found = self.engine.find_file(turn.context_channel, str(wanted))
-        if found is None:
-            return block
-        message, ref = found
-        located = Located(ref, message.ts, message.root_ts if message.thread_ts else None)
-        attached = self.media.attach([located], session.manifest, turn=session.turn + 1)
-        loop.manifest_changed = loop.manifest_changed or attached.manifest_changed
-        block["content"] = [{"type": "text", "text": outcome.content}, *attached.blocks]
-        return block
-
-    def _tool_loop(
-        self,
-        session: SessionState,
-        turn: Turn,
-        system: list[dict[str, Any]],
-        history: list[dict[str, Any]],
-    ) -> ToolLoop:
-        """Ask Claude, run the tools it calls, until it answers or the rounds run out."""
-        tools = ChannelTools(
-            EngineView(
-                self.engine,
-                turn.context_channel,
-                hidden={turn.anchor_ts},
-                held=session.held,
-                fetch_budget=self.settings.slack_fetches_per_turn,
-            ),
-            names=self.engine.names,
-            counter=self.counter,
-            output_budget_tokens=self.settings.tool_output_budget,
-            now=self.clock,
-        )
-        definitions = [*tools.definitions(), SCRATCHPAD_TOOL]
-        definitions[-1] = {**definitions[-1], "cache_control": self._cache_marker}
-        loop = ToolLoop(messages=[history[-1]])
-        request_messages = list(history)
-        for iteration in range(self.settings.max_tool_iterations + 1):
-            last_round = iteration == self.settings.max_tool_iterations
-            request: dict[str, Any] = {
-                "model": self.settings.model,
-                "max_tokens": self.settings.max_tokens,
-                "system": system,
-                "tools": definitions,
-                "messages": with_breakpoints(request_messages, self._cache_marker),
-            }
-            if last_round:  # after the last allowed round of tools, ask for the answer itself
-                request["tool_choice"] = {"type": "none"}
-            left_out = fit_request(
-                request,
-                count=self.counter.count,
-                token_budget=int(self.settings.context_window * self.settings.compaction_threshold),
-            )
-            if left_out:
-                logger.info("left %d attachments out of a request: %s", len(left_out), left_out)
-            response = self._create(request)
-            add_usage(loop.usage, response.usage)
-            loop.last_usage, loop.stop_reason = response.usage, response.stop_reason
-            assistant = {
-                "role": "assistant",
-                "content": [b.model_dump(exclude_none=True) for b in response.content],
-            }
-            request_messages.append(assistant)
-            loop.messages.append(assistant)
-            if response.stop_reason != "tool_use" or last_round:
-                return loop
-            results = []
-            for block in response.content:
-                if block.type == "tool_use":
-                    outcome = self._run_tool(session, tools, block.name, block.input)
-                    loop.calls.append(
-                        ToolCall(block.name, block.input, outcome.content, outcome.is_error)
-                    )
-                    results.append(self._tool_result(session, turn, block, outcome, loop))
-            tool_message = {"role": "user", "content": results}
-            request_messages.append(tool_message)
-            loop.messages.append(tool_message)
-        return loop
-
-    def _run_tool(
-        self, session: SessionState, tools: ChannelTools, name: str, tool_input: object
-    ) -> ToolResult:
-        """A channel tool's result, bulky ones set aside in the scratchpad; or a page of it."""
-        if session.scratchpad is None:
-            session.scratchpad = Scratchpad(
-                self.counter.count, threshold=self.settings.scratchpad_threshold
-            )
-        if name == SCRATCHPAD_READ:
-            return session.scratchpad.read(tool_input)
-        outcome = tools.call(name, tool_input)
-        if outcome.is_error or name not in self.settings.scratchpad_tools:
-            return outcome
-        return ToolResult(session.scratchpad.set_aside(name, outcome.content))
 
     def _finish(
         self,
@@ -518,78 +419,21 @@ class ClaudeResponder:
         except anthropic.APITimeoutError as error:
             raise ClaudeDeadline(self.settings.deadline_seconds) from error
 
-    # -- the parts of a user message ------------------------------------------------------
-
-    def _fresh_context(
-        self, turn: Turn, context: BuiltContext, fitted: Fitted | None
-    ) -> BuiltContext:
-        """Rebuild with the recipe's budgets when they differ from the engine's defaults."""
+    def _recipe_settings(self, fitted: Fitted | None) -> ContextSettings | None:
+        """The engine's settings with the recipe's budgets, when they differ."""
         if fitted is None:
-            return context
+            return None
         settings = replace(
             self.engine.settings,
             snapshot_budget=fitted.snapshot_budget or self.engine.settings.snapshot_budget,
             thread_budget=fitted.thread_budget or self.engine.settings.thread_budget,
             window=fitted.snapshot_window or self.engine.settings.window,
         )
-        if settings == self.engine.settings:
-            return context
-        rebuilt = self.engine.context_for(
-            turn.channel, turn.anchor_ts, settings=settings, viewed=turn.viewed_channel
-        )
-        return rebuilt or context
-
-    def _package(self, context: BuiltContext, fitted: Fitted | None) -> list[dict[str, Any]]:
-        with_snapshot = fitted is None or fitted.snapshot_budget is not None
-        with_thread = fitted is None or fitted.thread_budget is not None
-        head = CONTEXT_HEADER
-        if context.notes:
-            head += "\nNotes: " + " ".join(context.notes)
-        blocks = [
-            {
-                "type": "text",
-                "text": head
-                + (
-                    "\nChannelSnapshot (JSON):\n" + wire_json(context.snapshot)
-                    if with_snapshot
-                    else ""
-                ),
-            }
-        ]
-        if with_thread and context.thread is not None:
-            blocks.append({"type": "text", "text": THREAD_PREFIX + wire_json(context.thread)})
-        return blocks
-
-    def _delta(self, turn: Turn, session: SessionState) -> list[dict[str, Any]]:
-        """The replies others posted in this thread since our last turn, one line each."""
-        newer = [
-            m
-            for m in self.engine.replies_since(turn.channel, turn.thread_ts, session.last_seen_ts)
-            if not m.is_self and m.ts != turn.anchor_ts
-        ]
-        if not newer:
-            return []
-        lines = [self._line(m, self.engine.names) for m in newer]
-        return [
-            {
-                "type": "text",
-                "text": "New in this thread since your last answer:\n" + "\n".join(lines),
-            }
-        ]
-
-    def _question(self, context: BuiltContext) -> str:
-        anchor = context.snapshot.anchor
-        return f"[{anchor.ts}] {anchor.author.display_name}: {anchor.text}"
+        return None if settings == self.engine.settings else settings
 
     @staticmethod
-    def _line(message: Message, names: Names) -> str:
-        from chanctx.context._time import iso_from_ts
-
-        author = names.users.get(message.user_id) or message.author_name or message.user_id
-        text = " ".join(
-            render_slack_text(message.text, users=names.users, channels=names.channels).split()
-        )
-        return f"[{iso_from_ts(message.ts)}] {author}: {text}"
+    def _answered_already(session: SessionState, turn: Turn) -> bool:
+        return session.last_answer is not None and session.last_answer[0] == turn.anchor_ts
 
     # -- durability ---------------------------------------------------------------------------
 
@@ -623,55 +467,20 @@ class ClaudeResponder:
         session.last_answer = (turn.anchor_ts, final_text(messages[-1]))
 
     def _maybe_compact(self, session: SessionState, last_usage: Any) -> None:
-        if last_usage is None:
-            return
-        size = sum(
-            int(getattr(last_usage, n, 0) or 0)
-            for n in (
-                "input_tokens",
-                "cache_creation_input_tokens",
-                "cache_read_input_tokens",
-                "output_tokens",
-            )
-        )
-        self._compact(session, size)
+        if last_usage is not None:
+            self._compact(session, used_tokens(last_usage))
 
     def _compact(self, session: SessionState, size: int) -> bool:
         """Fold old turns into a digest if ``size`` tokens reach the threshold; True if done."""
-        if self.settings.compaction == "off" or not needs_compaction(
-            size, self.settings.context_window, self.settings.compaction_threshold
+        if not fold_old_turns(
+            session,
+            size,
+            settings=self.settings,
+            counter=self.counter,
+            create=self._create,
+            clock=self.clock,
         ):
             return False
-        keep = session.keep_turns if session.keep_turns else self.settings.keep_turns
-        result = trim(session.messages, keep_turns=keep, counter=self.counter)
-        if not result.compacted:
-            return False  # nothing old enough to fold away yet
-        strategy: Literal["trim", "summarize"] = "trim"
-        if self.settings.compaction == "summarize":
-            logger.info("compacting %s with an explicit summarize call", session.key)
-            summary = self._create(
-                {
-                    "model": self.settings.model,
-                    "max_tokens": 1_024,
-                    "system": "Summarize this Slack thread conversation for your own later "
-                    "reference.",
-                    "messages": [{"role": "user", "content": summarize_request(result.replaced)}],
-                }
-            )
-            text = "\n".join(b.text for b in summary.content if b.type == "text").strip()
-            if text:
-                result, strategy = result.summarized(text), "summarize"
-        session.log.append(
-            CompactionEntry(
-                at=self.clock(),
-                strategy=strategy,
-                digest=result.digest,
-                replaced_through_turn=result.replaced_through_turn,
-                tokens_before=size,
-                tokens_after=self.counter.count(result.digest),
-            )
-        )
-        logger.info("compacted %s (%s): %d tokens before", session.key, strategy, size)
         # The log is the truth: the next turn re-attaches fresh context.
         self._load(session, session.log.entries())
         return True

@@ -1,4 +1,4 @@
-"""Media in a Claude session (seed 003): opt-in attachment, dedup, post-compaction recovery.
+"""Media in a Claude session: opt-in attachment, dedup, post-compaction recovery.
 
 Before bytes are attached, the session's attachment manifest is checked by artifact id and by
 content hash (a re-upload under a new id): a match sends a one-line reference instead. The

@@ -11,9 +11,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from chanctx.bot.claude.answers import ToolCall
 from chanctx.bot.claude.scratchpad import DEFAULT_THRESHOLD, Scratchpad
-from chanctx.bot.engine import BuiltContext
+from chanctx.bot.core.built_context import BuiltContext
+from chanctx.bot.core.turns import ToolCall
 from chanctx.context import Fitted
 from chanctx.manifest_store import AppendLog, AttachmentManifest, SessionKey
 
@@ -40,12 +40,12 @@ class SessionSettings:
     keep_turns: int = 3
     tool_output_budget: int = 4_000
     cache_ttl: Literal["5m", "1h"] = "1h"
-    # Media is opt-in (seed 003): with it on, the current thread's files are attached inline.
+    # Media is opt-in (it costs tokens on every turn that carries it): with it on, the current thread's files are attached inline.
     # Claude can always ask for one file with channel_messages(media_artifact_id=...).
     attach_media: bool = False
     deadline_seconds: float = 120.0  # the whole turn with Claude, tool rounds included
     slack_fetches_per_turn: int = 3  # Slack fetches the tools may make for one answer
-    # Seed 004's distraction guard: a longer output of these tools goes to the scratchpad.
+    # A guard against distraction: a longer output of these tools goes to the scratchpad.
     scratchpad_threshold: int = DEFAULT_THRESHOLD
     scratchpad_tools: tuple[str, ...] = ("channel_messages",)
 
@@ -62,6 +62,8 @@ class SessionState:
     # every turn would re-run commands and throw the prompt cache away.
     recipe_texts: list[str] | None = None
     keep_turns: int | None = None  # the recipe's journal max_iterations, if any
+    # The recipe read for the turn about to be answered, when its context was planned.
+    planned: Fitted | None = None
     manifest: AttachmentManifest = field(default_factory=AttachmentManifest)
     reattach_media: bool = False  # a compaction happened: re-send this thread's media once
     # The last question answered in this thread and the answer (anchor ts, text): a turn

@@ -14,7 +14,7 @@ Answers:
 
 * ``POST /v1/messages``: the cassette's next response, else the offline model
   (``bot.fake_claude``), with ``usage`` from a simulated prompt cache; a request that breaks one
-  of the API's documented rules (``chanctx.bot.claude.request_rules``) gets the real API's 400
+  of the API's documented rules (``chanctx.bot.messages_api.request_rules``) gets the real API's 400
   ``invalid_request_error`` (413 ``request_too_large`` past 32 MB), listed in ``rejected``;
 * ``POST /v1/messages/count_tokens``: ``{"input_tokens": FRAME_TOKENS + n}`` where ``n`` is the
   offline count (``default_counter("claude-opus-4-8")``) of all text in the messages and the
@@ -35,7 +35,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
 
-from chanctx.bot.claude.request_rules import problems
+from chanctx.bot.messages_api.request_rules import problems
 from chanctx.bot.replay._loopback import LoopbackServer
 from chanctx.bot.replay.fake_claude import MessagesEndpoint
 from chanctx.context.tokens import default_counter

@@ -14,21 +14,27 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anthropic
-from chanctx.bot.claude.answers import NullResponder, Responder
-from chanctx.bot.claude.curator import DEFAULT_CURATOR_MODEL, ClaudeCurator
-from chanctx.bot.claude.recipe_runner import RecipeRunner
 from chanctx.bot.claude.session import ClaudeResponder, SessionSettings
-from chanctx.bot.engine import ContextEngine, ContextSettings
-from chanctx.bot.playbooks import ChannelPlaybooks, Curator, OfflineCurator
+from chanctx.bot.core.built_context import ContextSettings
+from chanctx.bot.core.engine import ContextEngine
+from chanctx.bot.core.recipe_runner import RecipeRunner
+from chanctx.bot.core.runtime import Runtime
+from chanctx.bot.core.turns import NullResponder, Responder
+from chanctx.bot.events.app import build_app
+from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks
+from chanctx.bot.playbooks.curators import (
+    DEFAULT_CURATOR_MODEL,
+    ClaudeCurator,
+    Curator,
+    OfflineCurator,
+)
 from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
-from chanctx.bot.runtime import Runtime
-from chanctx.bot.slack.app import build_app
-from chanctx.bot.slack.assistant_threads import AssistantThreads
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.bot.slack.media import MediaFetcher
 from chanctx.bot.slack.media_blocks import FetchedMedia, MediaFailure
 from chanctx.bot.slack.slack_api import SlackFetcher
+from chanctx.bot.stores.pane_threads.local import LocalPaneThreads
 from chanctx.cache import MediaContentCache, RateLimiter, ThreadReplyCache
 from chanctx.context import FileRef, default_counter
 from chanctx.context.playbook import Similarity
@@ -172,7 +178,7 @@ class OfflineBot:
             client=self.client,
             responder=responder or NullResponder(),
             workers=1,
-            assistant_threads=AssistantThreads(pane),
+            assistant_threads=LocalPaneThreads(pane),
             turns=TurnJournal(self.data_dir),
             feedback=FeedbackStore(self.data_dir, helpful=reactions[0], harmful=reactions[1]),
             playbooks=self.playbooks,

@@ -2,8 +2,8 @@
 
 The fixture's ``slack_api.json`` holds ``workspaces`` (team id -> that team's state). Each team
 is installed in a real ``FileInstallationStore`` in the data dir (as the OAuth flow leaves it),
-the OAuth-mode Bolt App (bot/slack/app.py ``build_oauth_app``) routes every envelope by its team
-to that team's runtime (bot/slack/workspaces.py), and each runtime is wired like a one-team replay
+the OAuth-mode Bolt App (bot/events/app.py ``build_oauth_app``) routes every envelope by its team
+to that team's runtime (bot/events/workspaces.py), and each runtime is wired like a one-team replay
 (``OfflineBot``), with its own data directory and its own calls to the one fake Web API URL,
 which hands each call to the workspace its token belongs to. Time is virtual and shared.
 """
@@ -17,12 +17,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from chanctx.bot.core.runtime import Runtime
+from chanctx.bot.events.app import build_oauth_app
+from chanctx.bot.events.workspaces import Workspaces
 from chanctx.bot.replay.fake_workspaces import FakeSlackWorkspaces
 from chanctx.bot.replay.offline import OfflineBot, ReplayClock
-from chanctx.bot.runtime import Runtime
-from chanctx.bot.slack.app import build_oauth_app
 from chanctx.bot.slack.scopes import BOT_SCOPES
-from chanctx.bot.slack.workspaces import Workspaces
 from slack_bolt import BoltResponse
 from slack_bolt.oauth.oauth_settings import OAuthSettings
 from slack_bolt.request import BoltRequest

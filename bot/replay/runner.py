@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from chanctx.bot.claude.answers import Responder, TurnResult
-from chanctx.bot.claude.recipe_runner import RecipeRunner
 from chanctx.bot.claude.session import SessionSettings
-from chanctx.bot.engine import ContextSettings
-from chanctx.bot.playbooks import bullets_json
+from chanctx.bot.core.built_context import ContextSettings
+from chanctx.bot.core.recipe_runner import RecipeRunner
+from chanctx.bot.core.runtime import turn_id
+from chanctx.bot.core.turns import Responder, TurnResult
+from chanctx.bot.playbooks.channel_playbooks import bullets_json
 from chanctx.bot.replay.fake_anthropic import RecordedRequest
 from chanctx.bot.replay.fixture import Fixture, interaction_kind
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.replay.offline_teams import OfflineWorkspaces
-from chanctx.bot.runtime import turn_id
 from chanctx.context.playbook import Similarity
 from chanctx.manifest_store import HARMFUL, HELPFUL, PlaybookStore
 

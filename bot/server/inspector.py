@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any
 
-from chanctx.bot.claude.answers import TurnResult
-from chanctx.bot.engine import ContextEngine
-from chanctx.bot.playbooks import bullets_json
+from chanctx.bot.core.engine import ContextEngine
+from chanctx.bot.core.turns import TurnResult
+from chanctx.bot.playbooks.channel_playbooks import bullets_json
 from chanctx.context import render_slack_text
 from chanctx.manifest_store import PlaybookStore
 from starlette.requests import Request

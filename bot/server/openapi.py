@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from chanctx.bot.server.profiles import NAME_PATTERN, AgentProfile, ProfileFields
-from chanctx.bot.server.query_api import QueryBody
+from chanctx.bot.server.queries import QueryBody
+from chanctx.bot.stores.profiles import NAME_PATTERN, AgentProfile, ProfileFields
 from chanctx.tools import QueryChunk
 from pydantic import BaseModel
 from starlette.requests import Request

@@ -10,7 +10,7 @@ import json
 from chanctx.bot.server.api_access import NEED_KEY, ApiKeys, granted, refuse, validation_errors
 from chanctx.bot.server.asgi import BODY_TIMEOUT
 from chanctx.bot.server.bodies import BodyTooLarge, read_body
-from chanctx.bot.server.profiles import AgentProfile, ProfileFields, ProfileStore
+from chanctx.bot.stores.profiles import AgentProfile, ProfileFields, ProfileStore
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request

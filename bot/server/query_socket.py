@@ -14,11 +14,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from chanctx.bot.engine import ContextEngine
+from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.server.api_access import may_read, validation_errors
-from chanctx.bot.server.profiles import ProfileStore
-from chanctx.bot.server.query_api import QueryBody, completion, run_query
+from chanctx.bot.server.queries import QueryBody, completion, run_query
 from chanctx.bot.server.query_sources import QuerySources
+from chanctx.bot.stores.profiles import ProfileStore
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.websockets import WebSocket, WebSocketDisconnect

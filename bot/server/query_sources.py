@@ -19,9 +19,9 @@ from collections.abc import Callable
 from typing import Final
 
 from cachetools import LRUCache, TTLCache
-from chanctx.bot.claude.recipe_runner import RecipeRunner
 from chanctx.bot.claude.session_media import MediaSource
-from chanctx.bot.engine import ContextEngine
+from chanctx.bot.core.engine import ContextEngine
+from chanctx.bot.core.recipe_runner import RecipeRunner
 from chanctx.bot.slack.media_blocks import TEXT_TYPES, FetchedMedia
 from chanctx.context import ChanctxError, FileRef, Message, iso_from_ts
 from chanctx.manifest_store import PlaybookStore

@@ -1,5 +1,5 @@
-"""The Slack edge: the Bolt app and its listeners, event intake, the rate-limited Web API client,
-file downloads, HTTP serving and reply formatting."""
+"""Floor 0, the Slack client: the rate-limited Web API client, event intake into messages, the
+poster, file downloads, Markdown for replies, membership checks and the request envelope."""
 
 from __future__ import annotations
 

@@ -5,11 +5,20 @@ Slack adds fields over time, so unknown ones are ignored; what chanctx relies on
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["SlackEdited", "SlackFile", "SlackMessage", "SlackReaction", "SlackReactionItem"]
+__all__ = [
+    "SlackEdited",
+    "SlackFile",
+    "SlackMessage",
+    "SlackReaction",
+    "SlackReactionItem",
+    "channel_label",
+    "user_label",
+]
 
 
 class _Slack(BaseModel):
@@ -61,3 +70,24 @@ class SlackReactionItem(_Slack):
     type: str
     channel: str
     ts: str
+
+
+def user_label(data: Mapping[str, Any]) -> str | None:
+    """The name a person goes by, from a ``users.info`` answer."""
+    user = data.get("user") or {}
+    profile = user.get("profile") or {}
+    for value in (
+        profile.get("display_name"),
+        profile.get("real_name"),
+        user.get("real_name"),
+        user.get("name"),
+    ):
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def channel_label(data: Mapping[str, Any]) -> str | None:
+    """A channel's name, from a ``conversations.info`` answer."""
+    name = (data.get("channel") or {}).get("name")
+    return name if isinstance(name, str) and name else None

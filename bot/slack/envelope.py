@@ -102,5 +102,5 @@ class GuardedApp(App):
             logger.warning("acknowledged and dropped a malformed payload: %s", reason)
             return BoltResponse(status=200, body="")
         # A context of its own: what routing sets for this request (its workspace's runtime,
-        # bot/slack/routing.py) is gone when it is answered.
+        # bot/events/routing.py) is gone when it is answered.
         return contextvars.copy_context().run(super().dispatch, req)

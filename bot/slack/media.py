@@ -53,7 +53,6 @@ What Claude accepts (Anthropic Messages API, checked against the vision and PDF-
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
 import re
 import ssl
@@ -62,10 +61,10 @@ import urllib.error
 import urllib.request
 from email.message import Message as Headers
 from http.client import HTTPException, HTTPResponse
-from typing import Any, Final, cast
+from typing import Final, cast
 from urllib.parse import SplitResult, urljoin, urlsplit
 
-from chanctx.bot.claude.request_rules import pdf_pages
+from chanctx.bot.messages_api.request_rules import pdf_pages
 from chanctx.bot.slack.image_fit import fit_image
 from chanctx.bot.slack.media_blocks import (
     API_IMAGE_MAX_BASE64_BYTES,
@@ -87,9 +86,12 @@ from chanctx.bot.slack.media_blocks import (
     split_pdf,
 )
 from chanctx.bot.slack.safe_http import (
+    KeepResponses,
+    NoRedirects,
     NotPublic,
     Resolver,
     VettedHTTPSHandler,
+    loopback_hostport,
     read_within,
     system_resolver,
 )
@@ -113,26 +115,9 @@ MAX_REDIRECTS: Final = 3
 _CHUNK: Final = 64 * 1024
 _USER_AGENT: Final = "chanctx-media/0.1"
 
-_LOOPBACK_NAMES: Final = frozenset({"localhost"})
 _HTTP_HEADER_VALUE: Final = re.compile(r"^[\x21-\x7e]*$")  # visible ASCII, no spaces or CR/LF
 
 # --- the fetcher ---------------------------------------------------------------------------
-
-
-class _KeepResponses(urllib.request.HTTPErrorProcessor):
-    """Hand every response back as is: no HTTPError, and so no automatic redirect either
-    (urllib follows redirects from its error handlers, which this never calls)."""
-
-    def http_response(self, request: urllib.request.Request, response: Any) -> Any:
-        return response
-
-    https_response = http_response
-
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    # Belt and braces: even if an error handler ran, it would not follow a redirect.
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
 
 
 class _Failed(Exception):
@@ -143,22 +128,6 @@ class _Failed(Exception):
         self.reason: FailureReason = reason
         self.message = message
         self.retryable = retryable
-
-
-def _loopback_hostport(value: str) -> str:
-    """Validate an ``allow_http_for`` entry: ``127.0.0.1:PORT``, ``[::1]:PORT``, ``localhost:PORT``."""
-    parts = urlsplit(f"http://{value}")
-    host, port = parts.hostname, parts.port
-    if not host or port is None or parts.netloc != value or parts.username is not None:
-        raise ValueError(f"allow_http_for takes 'host:port' entries, got {value!r}")
-    if host not in _LOOPBACK_NAMES:
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback:
-            raise ValueError(f"allow_http_for is for loopback test servers only, got {value!r}")
-    return value.lower()
 
 
 class MediaFetcher:
@@ -194,8 +163,8 @@ class MediaFetcher:
         self._timeout = timeout
         self._total_timeout = total_timeout if total_timeout is not None else 3 * timeout
         self._cache = cache
-        self._http_ok = frozenset(_loopback_hostport(v) for v in allow_http_for)
-        handlers = (_KeepResponses(), _NoRedirects())
+        self._http_ok = frozenset(loopback_hostport(v) for v in allow_http_for)
+        handlers = (KeepResponses(), NoRedirects())
         # Production: proxies from the environment, like any HTTPS client (TLS runs end to end
         # through a proxy's CONNECT tunnel, so the proxy never sees the token).
         # Every HTTPS connection goes to an address checked to be public (safe_http.py).

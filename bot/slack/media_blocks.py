@@ -15,7 +15,7 @@ import io
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from chanctx.bot.claude.request_rules import pdf_pages
+from chanctx.bot.messages_api.request_rules import pdf_pages
 from chanctx.context import FileRef
 
 __all__ = [

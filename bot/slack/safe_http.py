@@ -24,12 +24,17 @@ import ssl
 import time
 import urllib.request
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
+from urllib.parse import urlsplit
 
 __all__ = [
+    "LOOPBACK_NAMES",
+    "KeepResponses",
+    "NoRedirects",
     "NotPublic",
     "Resolver",
     "VettedHTTPSHandler",
+    "loopback_hostport",
     "public_addresses",
     "read_within",
     "system_resolver",
@@ -114,3 +119,41 @@ def read_within(
     if isinstance(sock, socket.socket):
         sock.settimeout(max(0.01, min(timeout, left)))
     return response.read1(size)
+
+
+LOOPBACK_NAMES: Final = frozenset({"localhost"})  # besides loopback addresses
+
+
+# --- plumbing of a safe download: no redirect followed, HTTP only to loopback test servers
+
+
+class KeepResponses(urllib.request.HTTPErrorProcessor):
+    """Hand every response back as is: no HTTPError, and so no automatic redirect either
+    (urllib follows redirects from its error handlers, which this never calls)."""
+
+    def http_response(self, request: urllib.request.Request, response: Any) -> Any:
+        return response
+
+    https_response = http_response
+
+
+class NoRedirects(urllib.request.HTTPRedirectHandler):
+    # Belt and braces: even if an error handler ran, it would not follow a redirect.
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def loopback_hostport(value: str) -> str:
+    """Validate an ``allow_http_for`` entry: ``127.0.0.1:PORT``, ``[::1]:PORT``, ``localhost:PORT``."""
+    parts = urlsplit(f"http://{value}")
+    host, port = parts.hostname, parts.port
+    if not host or port is None or parts.netloc != value or parts.username is not None:
+        raise ValueError(f"allow_http_for takes 'host:port' entries, got {value!r}")
+    if host not in LOOPBACK_NAMES:
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise ValueError(f"allow_http_for is for loopback test servers only, got {value!r}")
+    return value.lower()

@@ -4,7 +4,7 @@
 few lookups ``bot/`` needs (cold-start history, user and channel names). Every call that leaves
 the process goes through ``RateLimiter`` first and is counted in ``api_calls``.
 
-Overflow policies (seed 003, "Rate limit protection"):
+Overflow policies (what a read does when the rate limit is spent):
 
 * ``"queue"``: wait for the limiter (with the injected ``sleep``) and retry 429s after their
   Retry-After, up to ``max_retries`` times;
@@ -28,7 +28,7 @@ from decimal import Decimal
 from typing import Any, Final, Literal
 
 from cachetools import TTLCache
-from chanctx.bot.slack._slack_models import SlackMessage
+from chanctx.bot.slack._slack_models import SlackMessage, channel_label, user_label
 from chanctx.bot.slack.intake import SelfIdentity, to_message
 from chanctx.cache import Limiter, RateLimited, ts_key
 from chanctx.context import ChanctxError, Message
@@ -375,12 +375,12 @@ class SlackFetcher:
 
     def user_name(self, user_id: str) -> str:
         """The user's display name (display_name, real_name, name), or ``user_id`` if unknown."""
-        return self._name("users.info", {"user": user_id}, self._users, _user_label)
+        return self._name("users.info", {"user": user_id}, self._users, user_label)
 
     def channel_name(self, channel_id: str) -> str:
         """The channel's name (without "#"), or ``channel_id`` if unknown or a DM."""
         return self._name(
-            "conversations.info", {"channel": channel_id}, self._channels, _channel_label
+            "conversations.info", {"channel": channel_id}, self._channels, channel_label
         )
 
     # --- internals -----------------------------------------------------------------------
@@ -484,25 +484,6 @@ class SlackFetcher:
             (m for ts, m in found.items() if ts != thread_ts), key=lambda m: ts_key(m.ts)
         )
         return ([root] if root is not None else []) + replies
-
-
-def _user_label(data: Mapping[str, Any]) -> str | None:
-    user = data.get("user") or {}
-    profile = user.get("profile") or {}
-    for value in (
-        profile.get("display_name"),
-        profile.get("real_name"),
-        user.get("real_name"),
-        user.get("name"),
-    ):
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
-
-
-def _channel_label(data: Mapping[str, Any]) -> str | None:
-    name = (data.get("channel") or {}).get("name")
-    return name if isinstance(name, str) and name else None
 
 
 def _describe(params: Mapping[str, Any]) -> str:

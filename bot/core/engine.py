@@ -1,0 +1,496 @@
+"""The context engine: events in, caches kept current, context built for a mention.
+
+The Bolt middleware (and the offline commands) feed every event to ``ContextEngine.handle``;
+when a mention needs an answer, ``ContextEngine.context_for`` builds its ChannelSnapshot and
+ThreadContext from the caches. Slack is asked only when the caches cannot know: once per channel
+after a (re)start for its recent history, and once per thread whose replies were never seen.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from cachetools import TTLCache
+from chanctx.bot.core.built_context import BuiltContext, ContextSettings, assemble
+from chanctx.bot.core.pins import ChannelPins
+from chanctx.bot.core.slack_source import Learned, SlackSource, lazy_names, learn_name
+from chanctx.bot.core.wait_budget import spend_wait, turn_wait_budget, wait_left
+from chanctx.bot.slack.intake import (
+    Delete,
+    Edit,
+    IntakeAction,
+    Pin,
+    React,
+    Record,
+    SelfIdentity,
+    intake,
+)
+from chanctx.cache import (
+    ChannelHistory,
+    RateLimited,
+    ThreadReplyCache,
+    ThreadStarterCache,
+    ts_key,
+)
+from chanctx.context import (
+    ChanctxError,
+    FileRef,
+    Message,
+    Names,
+    TokenCounter,
+    default_counter,
+)
+
+__all__ = ["ContextEngine"]
+
+logger = logging.getLogger("chanctx.engine")
+
+
+_FAR_FUTURE = "9999999999.999999"  # "up to now" when no question bounds a thread fetch
+
+
+@dataclass
+class ContextEngine:
+    me: SelfIdentity
+    names: Names = field(default_factory=Names)
+    settings: ContextSettings = field(default_factory=ContextSettings)
+    history: ChannelHistory = field(default_factory=ChannelHistory)
+    counter: TokenCounter = field(default_factory=default_counter)
+    slack: SlackSource | None = None
+    threads: ThreadReplyCache | None = None
+    clock: Callable[[], float] = time.time  # replay gives its virtual clock
+    # Thread roots for 6 h: a thread whose root left the history (its bounds, a
+    # restart) is still known whole from its root's reply count, without a refetch.
+    starters: ThreadStarterCache | None = None
+    # Replicas: what this engine learns from Slack goes to the others (None: one process).
+    learned: Learned | None = None
+    _warm: set[str] = field(default_factory=set)
+    # Every cache read and write holds this lock; no Slack call ever does, so a rate-limit
+    # wait in one answer never blocks intake of other events.
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+    # Deletions seen recently: a fetch that raced a deletion must not bring the message back.
+    _deleted: TTLCache[tuple[str, str], bool] = field(
+        default_factory=lambda: TTLCache(maxsize=10_000, ttl=3600)
+    )
+    # Threads fetched only in part (newest first, under a rate limit): where the next fetch
+    # resumes, going back towards the root.
+    _partial: TTLCache[tuple[str, str], tuple[str | None, str | None]] = field(
+        default_factory=lambda: TTLCache(maxsize=2_000, ttl=6 * 3600)
+    )
+    # Pinned messages per channel; answers do not use pins (only the query API does).
+    _pins: ChannelPins = field(default_factory=ChannelPins)
+    # When each whole thread was last fetched: within stale_serve_ttl it is served with a
+    # note when a refresh fails.
+    _fetched: TTLCache[tuple[str, str], float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._fetched = TTLCache(maxsize=2_000, ttl=self.settings.stale_serve_ttl, timer=self.clock)
+        if self.slack is not None:
+            self.names = lazy_names(self.names, self.slack, self._tell_name)
+            if self.threads is None:
+                self.threads = ThreadReplyCache(self.slack)
+            if self.starters is None:
+                self.starters = ThreadStarterCache(self.slack, clock=self.clock)
+
+    def handle(self, event: Mapping[str, Any]) -> IntakeAction:
+        """Apply one Slack event to the caches; returns what it meant."""
+        action = intake(event, self.me)
+        with self._lock:
+            self._apply(action)
+        return action
+
+    def apply(self, action: IntakeAction) -> None:
+        """Apply what an event meant, decided by the replica that received it."""
+        with self._lock:
+            self._apply(action)
+
+    # -- what other replicas learned from Slack (the change stream) ------------------------
+
+    def _tell_name(self, kind: str, key: str, name: str) -> None:
+        if self.learned is not None:
+            self.learned.named(kind, key, name)
+
+    def learn_name(self, kind: str, key: str, name: str) -> None:
+        learn_name(self.names, kind, key, name)
+
+    def learn_warm(self, channel: str, messages: Sequence[Message]) -> None:
+        """Another replica loaded this channel's recent history: no load here."""
+        with self._lock:
+            self._warm.add(channel)
+        self._adopt(messages)
+
+    def learn_thread(
+        self,
+        channel: str,
+        root_ts: str,
+        messages: Sequence[Message],
+        *,
+        complete: bool,
+        partial: tuple[str | None, str | None] | None,
+    ) -> None:
+        """Another replica fetched (part of) this thread."""
+        with self._lock:
+            root = self._root(channel, root_ts)
+        self._adopt_thread(channel, root_ts, root, messages, complete=complete, partial=partial)
+
+    def learn_messages(self, messages: Sequence[Message]) -> None:
+        self._adopt(messages)
+
+    def forget_warmth(self) -> None:
+        """History may have missed changes: each channel loads from Slack on its next use."""
+        with self._lock:
+            self._warm.clear()
+
+    def _apply(self, action: IntakeAction) -> None:
+        if isinstance(action, Record) and action.only_if_new:
+            self._adopt([action.message])
+        elif isinstance(action, Record):
+            self.history.record(action.message)
+            message = action.message
+            # A reply advances its root's reply count: the starter cache keeps that copy, or
+            # advances its own when the root has left the history.
+            root = (
+                self.history.get(message.channel, message.root_ts) if message.is_reply else message
+            )
+            if root is not None:
+                self._remember_root(root)
+            elif self.starters is not None:
+                known = len(self.history.replies(message.channel, message.root_ts))
+                self.starters.on_reply(message, known)
+            if self.threads is not None:
+                self.threads.on_message(action.message)
+        elif isinstance(action, Edit):
+            self.history.apply_edit(
+                action.channel,
+                action.ts,
+                text=action.text,
+                edited_ts=action.edited_ts,
+                files=action.files,
+            )
+            if self.threads is not None:
+                self.threads.on_edit(
+                    action.channel, action.ts, text=action.text, edited_ts=action.edited_ts
+                )
+            if self.starters is not None:
+                self.starters.on_edit(
+                    action.channel, action.ts, text=action.text, edited_ts=action.edited_ts
+                )
+        elif isinstance(action, Delete):
+            self._deleted[(action.channel, action.ts)] = True
+            self.history.delete(action.channel, action.ts)
+            if self.threads is not None:
+                self.threads.on_delete(action.channel, action.ts)
+            if self.starters is not None:
+                self.starters.on_delete(action.channel, action.ts)
+        elif isinstance(action, React):
+            change = self.history.add_reaction if action.added else self.history.remove_reaction
+            change(action.channel, action.ts, action.name, action.user)
+        elif isinstance(action, Pin):
+            self._pin(action)
+
+    def _pin(self, action: Pin) -> None:
+        if self._pins.on_pin(action):
+            self._adopt([action.message])
+
+    def pinned(self, channel: str) -> list[Message]:
+        """The channel's pinned messages, as history now holds them (edits included): pins
+        made before this start come from one pins.list a channel and process."""
+        if self.slack is not None and self._pins.first_look(channel):
+            pinned = self.slack.pinned_messages(channel)
+            self._pins.listed(channel, pinned)
+            self._adopt(pinned)
+        with self._lock:
+            return [self.history.get(channel, m.ts) or m for m in self._pins.of(channel)]
+
+    # -- filling the caches from Slack when they cannot know -----------------------------
+    # Pattern: decide under the lock, call Slack without it, adopt the answer under it again.
+
+    def _adopt(self, messages: Sequence[Message]) -> None:
+        """Record fetched messages the event stream has not already given us fresher."""
+        with self._lock:
+            for message in messages:
+                known = self.history.get(message.channel, message.ts) is not None
+                if not known and (message.channel, message.ts) not in self._deleted:
+                    self.history.record(message)
+                    self._remember_root(message)
+
+    def _remember_root(self, message: Message) -> None:
+        """Keep a thread root (caller holds the lock); other messages are not roots."""
+        if self.starters is not None and not message.is_reply and message.reply_count:
+            self.starters.put(message)
+
+    def _thread_replies(self, channel: str, root_ts: str) -> list[Message]:
+        """A thread's replies, oldest first: history's, plus those only the thread cache still
+        holds (history is bounded per channel; a long thread outlives its oldest replies there).
+        Caller holds the lock."""
+        known = self.history.replies(channel, root_ts)
+        cached = self.threads.peek(channel, root_ts) if self.threads is not None else None
+        if cached is None or len(cached.replies) <= len(known):
+            return known
+        merged = {m.ts: m for m in cached.replies} | {m.ts: m for m in known}
+        return sorted(merged.values(), key=lambda m: ts_key(m.ts))
+
+    def _root(self, channel: str, root_ts: str) -> Message | None:
+        """A thread's root from history, else from the starter cache (caller holds the lock)."""
+        found = self.history.get(channel, root_ts)
+        if found is None and self.starters is not None:
+            found = self.starters.peek(channel, root_ts)
+        return found
+
+    def warm_channel(self, channel: str) -> None:
+        """Load a channel's recent history once after a start (one conversations.history)."""
+        self._warm_channel(channel)
+
+    def _warm_channel(self, channel: str) -> None:
+        if self.slack is None:
+            return
+        with self._lock:
+            if channel in self._warm:
+                return
+            self._warm.add(channel)
+        messages = self.slack.channel_history(channel, limit=self.settings.cold_start_messages)
+        self._adopt(messages)
+        if self.learned is not None:
+            self.learned.warmed(channel, messages)
+
+    def held(self, channel: str) -> int:
+        """Messages of ``channel`` in memory (no Slack call)."""
+        with self._lock:
+            return self.history.count(channel)
+
+    def thread_is_cached(self, channel: str, root_ts: str) -> bool:
+        """True if ``thread`` would answer without a Slack fetch."""
+        return (
+            self.slack is None or self.threads is None or self._thread_is_complete(channel, root_ts)
+        )
+
+    def cached_replies(self, channel: str, root_ts: str) -> list[Message]:
+        """The replies of a thread the caches hold: history's and the thread cache's (no fetch)."""
+        with self._lock:
+            return self._thread_replies(channel, root_ts)
+
+    def cached_thread(self, channel: str, root_ts: str) -> list[Message]:
+        """A thread as the caches hold it, root first (history, else the starter cache), no
+        fetch: what the query API shows as a thread block."""
+        with self._lock:
+            root = self._root(channel, root_ts)
+            return ([root] if root else []) + self._thread_replies(channel, root_ts)
+
+    def _thread_is_complete(self, channel: str, root_ts: str) -> bool:
+        with self._lock:
+            root = self._root(channel, root_ts)
+            if root is not None and root.reply_count <= len(self.history.replies(channel, root_ts)):
+                return True
+            # Fetched within the TTL: events have kept it current since.
+            return self.threads is not None and self.threads.peek(channel, root_ts) is not None
+
+    def _complete_thread(
+        self, channel: str, root_ts: str, notes: list[str], *, until: str | None = None
+    ) -> float:
+        """Fetch a thread if the caches do not hold all of it, newest replies first (those up
+        to ``until``, the question, matter most); the rate-limit seconds waited."""
+        if self.slack is None or self.threads is None or self._thread_is_complete(channel, root_ts):
+            return 0.0
+        key = (channel, root_ts)
+        with self._lock:
+            root = self._root(channel, root_ts)
+            known = self.history.replies(channel, root_ts)
+            # What earlier turns read: the newer part and the oldest part of the thread.
+            resume, read_up_to = self._partial.get(key, (None, None))
+        # Replies seen live are the newest (history after a start holds top-level messages
+        # and what events brought): the ones to fetch are older than the oldest of them.
+        end = resume or (known[0].ts if known else None) or until or _FAR_FUTURE
+        try:
+            fetched = self.slack.fetch_thread_newest(
+                channel,
+                root_ts,
+                until=end,
+                after=read_up_to,
+                expected_replies=max((root.reply_count if root else 0) - len(known), 0),
+                wait_budget=self._wait_left(),
+            )
+        except RateLimited as limited:
+            notes.append(self._stale_note(key, f"Slack rate limit on {limited.method}"))
+            return 0.0
+        except ChanctxError as error:
+            notes.append(self._stale_note(key, f"could not fetch it from Slack ({error})"))
+            return 0.0
+        partial = (
+            (fetched.read_back_to, fetched.read_up_to)
+            if not fetched.complete and fetched.read_back_to is not None
+            else None
+        )
+        root, replies = self._adopt_thread(
+            channel, root_ts, root, fetched.messages, complete=fetched.complete, partial=partial
+        )
+        if self.learned is not None:
+            self.learned.thread(
+                channel, root_ts, fetched.messages, complete=fetched.complete, partial=partial
+            )
+        if not fetched.complete and key in self._fetched:
+            notes.append(self._stale_note(key, "Slack's rate limit on conversations.replies"))
+        elif not fetched.complete:
+            total = root.reply_count if root else len(replies)
+            notes.append(
+                f"This thread has {total} replies; {len(replies)} are included, newest first, "
+                f"and {max(total - len(replies), 0)} older ones could not be fetched yet "
+                f"(Slack's rate limit on conversations.replies; a turn waits at most "
+                f"{self.settings.max_wait_seconds:g} s); later answers fetch the rest."
+            )
+        spend_wait(fetched.waited)  # what this turn may still wait, for its tools' fetches
+        return fetched.waited
+
+    def _adopt_thread(
+        self,
+        channel: str,
+        root_ts: str,
+        root: Message | None,
+        messages: Sequence[Message],
+        *,
+        complete: bool,
+        partial: tuple[str | None, str | None] | None,
+    ) -> tuple[Message | None, list[Message]]:
+        """Take a thread fetch into the caches; the thread's root and replies after it."""
+        self._adopt(messages)
+        key = (channel, root_ts)
+        with self._lock:
+            replies = self.history.replies(channel, root_ts)
+            root = self.history.get(channel, root_ts) or root
+            if complete and self.threads is not None:
+                self._partial.pop(key, None)
+                # A whole thread, never a partial one, is cached as the thread.
+                self.threads.store(channel, root_ts, ([root] if root else []) + replies)
+                self._fetched[key] = self.clock()
+            elif partial is not None:
+                self._partial[key] = partial
+        return root, replies
+
+    def _wait_left(self) -> float:
+        """Rate-limit seconds this fetch may wait: what is left of the turn's, if it runs
+        inside a turn (``turn_wait_budget``), else the setting."""
+        return wait_left(self.settings.max_wait_seconds)
+
+    def turn_wait_budget(self) -> AbstractContextManager[None]:
+        """One answer's rate-limit waiting, shared by its context and every tool's fetch."""
+        return turn_wait_budget(self.settings.max_wait_seconds)
+
+    def _stale_note(self, key: tuple[str, str], why: str) -> str:
+        fetched_at = self._fetched.get(key)
+        if fetched_at is not None:
+            minutes = max(0, round((self.clock() - fetched_at) / 60))
+            return (
+                f"{why}: this thread comes from a copy fetched {minutes} min ago, plus the "
+                "replies seen live since."
+            )
+        return f"{why}: this thread may be missing replies older than those seen live."
+
+    def _anchor(self, channel: str, ts: str) -> Message | None:
+        with self._lock:
+            anchor = self.history.get(channel, ts)
+        if anchor is None and self.slack is not None:
+            fetched = self.slack.fetch_message(channel, ts)
+            if fetched is not None:
+                self._adopt([fetched])
+                anchor = fetched
+                if self.learned is not None:
+                    self.learned.fetched([fetched])
+        return anchor
+
+    def _replies(self, channel: str, thread_ts: str) -> list[Message]:
+        with self._lock:
+            return self.history.replies(channel, thread_ts)
+
+    # -- building ---------------------------------------------------------------------------
+
+    def thread(
+        self, channel: str, thread_ts: str
+    ) -> tuple[Message | None, list[Message], list[str]]:
+        """A whole thread (root, replies oldest first, notes), fetched once if never seen."""
+        notes: list[str] = []
+        self._complete_thread(channel, thread_ts, notes)
+        with self._lock:
+            return (
+                self._root(channel, thread_ts),
+                self._thread_replies(channel, thread_ts),
+                notes,
+            )
+
+    def channel_messages(self, channel: str) -> list[Message]:
+        """Every known message of a channel (what the search tool scans)."""
+        self._warm_channel(channel)
+        with self._lock:
+            return self.history.messages(channel)
+
+    def find_file(self, channel: str, artifact_id: str) -> tuple[Message, FileRef] | None:
+        """The message of this channel that shared ``artifact_id``, and the file."""
+        with self._lock:
+            for message in self.history.messages(channel):
+                for ref in message.files:
+                    if ref.artifact_id == artifact_id:
+                        return message, ref
+        return None
+
+    def message(self, channel: str, ts: str) -> Message | None:
+        with self._lock:
+            return self.history.get(channel, ts)
+
+    def replies_since(self, channel: str, thread_ts: str, after_ts: str | None) -> list[Message]:
+        """Replies in a thread newer than ``after_ts``: what others said since our last turn."""
+        with self._lock:
+            replies = self.history.replies(channel, thread_ts)
+        if after_ts is None:
+            return replies
+        return [r for r in replies if float(r.ts) > float(after_ts)]
+
+    def context_for(
+        self,
+        channel: str,
+        ts: str,
+        *,
+        settings: ContextSettings | None = None,
+        viewed: str | None = None,
+    ) -> BuiltContext | None:
+        """Snapshot + thread context for the message at (channel, ts).
+
+        ``viewed``: the channel a user is looking at while asking in the assistant pane (a DM).
+        The thread context stays the pane's conversation; the snapshot is of ``viewed``, its
+        newest messages around the question, so "what broke?" is about that channel.
+        """
+        settings = settings or self.settings
+        notes: list[str] = []
+        self._warm_channel(channel)
+        anchor = self._anchor(channel, ts)
+        if anchor is None:
+            return None
+        waited = 0.0
+        if anchor.thread_ts:
+            waited = self._complete_thread(channel, anchor.root_ts, notes, until=anchor.ts)
+        around = viewed or channel
+        if viewed:
+            self._warm_channel(viewed)
+        # Build from copies taken under the lock; display names may call Slack, so the
+        # builders themselves run without it.
+        with self._lock:
+            timeline = self.history.timeline(around)
+            root = self._root(channel, anchor.root_ts)
+            replies = self._thread_replies(channel, anchor.root_ts)
+        return assemble(
+            anchor,
+            timeline,
+            root,
+            replies,
+            viewed=viewed,
+            channel_name=self.names.channels.get(around, around),
+            settings=settings,
+            counter=self.counter,
+            names=self.names,
+            replies_of=lambda thread_ts: self._replies(around, thread_ts),
+            notes=notes,
+            waited=waited,
+        )

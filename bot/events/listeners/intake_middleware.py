@@ -1,0 +1,65 @@
+"""Global middleware: drop Slack's retries, then record every event in the caches.
+
+Intake runs here, in dispatch order and before any listener, so the caches see events in the
+order Slack delivered them however many listener threads Bolt uses. A ``message`` event in a
+channel (most of what Slack sends) ends here: no listener acts on it (channels are answered on
+``app_mention``; only DMs are answered on ``message``), and matching it against every listener
+cost Bolt more than the intake itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from chanctx.bot.events.routing import current_or_none
+from slack_bolt import BoltRequest, BoltResponse
+from slack_bolt.middleware import Middleware
+
+__all__ = ["IntakeMiddleware", "build"]
+
+logger = logging.getLogger("chanctx.listeners")
+# Events whose listeners store something of their own (a question queued, the pane's channel
+# kept), idempotently: a retry of one already recorded still runs them, in case that store
+# failed after the change was recorded (the event was refused, and Slack retried it).
+_REPLAYABLE = frozenset(
+    {"app_mention", "message", "assistant_thread_started", "assistant_thread_context_changed"}
+)
+# Where a message event needs nothing after intake (a DM, "im", may be a question).
+_NO_LISTENER = frozenset({"channel", "group", "mpim"})
+
+
+class IntakeMiddleware(Middleware):
+    """The intake, as a Bolt ``Middleware`` object: called directly, without the
+    keyword-argument injection Bolt does for a function middleware on every request."""
+
+    def process(
+        self, *, req: BoltRequest, resp: BoltResponse, next: Callable[[], BoltResponse]
+    ) -> BoltResponse | None:
+        body = req.body
+        runtime = current_or_none()  # none for the installation's own events (uninstall)
+        event = body.get("event")
+        if runtime is None or body.get("type") != "event_callback" or not isinstance(event, dict):
+            next()
+            return None
+        if runtime.replicas is not None:
+            # Recorded in the change stream, which every replica's caches read.
+            if runtime.publish(event, body.get("event_id")) or event.get("type") in _REPLAYABLE:
+                next()
+                return None
+            logger.info("dropped a retried delivery of %s", body.get("event_id"))
+            return BoltResponse(status=200, body="")
+        if event.get("type") == "message" and event.get("channel_type") in _NO_LISTENER:
+            # Recording is idempotent, so a retry of it needs no dedup either.
+            runtime.intake(event)
+            return BoltResponse(status=200, body="")
+        if not runtime.first_delivery(body.get("event_id")):
+            logger.info("dropped a retried delivery of %s", body.get("event_id"))
+            return BoltResponse(status=200, body="")  # acknowledged, not processed twice
+        runtime.intake(event)
+        next()
+        return None
+
+
+def build() -> IntakeMiddleware:
+    return IntakeMiddleware()

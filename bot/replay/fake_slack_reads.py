@@ -1,0 +1,158 @@
+"""The fake Slack Web API's read methods: ``auth.test``, ``conversations.info`` / ``.history`` /
+``.replies`` / ``.members``, ``users.info``, ``pins.list`` and ``files.info``, paged and bounded as
+Slack pages and bounds them."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from chanctx.bot.replay.fake_slack_wire import (
+    decode_cursor,
+    encode_cursor,
+    int_param,
+    truthy,
+    ts_value,
+)
+from chanctx.bot.replay.fake_stream import SlackError
+
+__all__ = ["ReadMethods"]
+
+
+class ReadMethods:
+    """Mixed into FakeSlackAPI, whose storage these handlers use (called with its lock held)."""
+
+    # Provided by FakeSlackAPI.
+    _auth: dict[str, Any]
+    _channels: dict[str, Any]
+    _users: dict[str, Any]
+    _files: dict[str, Any]
+    _pins: dict[str, list[str]]
+    _max_replies: int
+    _messages: dict[str, dict[str, dict[str, Any]]]
+
+    def _channel(self, params: Mapping[str, Any], name: str = "channel") -> str:
+        raise NotImplementedError
+
+    def _public(self, message: Mapping[str, Any], *, metadata: bool = True) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _public_file(self, file: Mapping[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @staticmethod
+    def _sorted(messages: Iterable[dict[str, Any]], newest_first: bool = False) -> list[Any]:
+        raise NotImplementedError
+
+    def _auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"url": "https://fake.slack.test/", **self._auth}
+
+    def _conversations_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        info = self._channels.get(self._channel(params))
+        return {"channel": info or {"id": params["channel"]}}
+
+    def _users_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        user = self._users.get(str(params.get("user")))
+        if user is None:
+            raise SlackError("user_not_found")
+        return {"user": user}
+
+    def _page(
+        self, items: list[dict[str, Any]], params: dict[str, Any], limit: int, newest_first: bool
+    ) -> dict[str, Any]:
+        if params.get("cursor"):
+            at = decode_cursor(str(params["cursor"]))
+            items = [
+                m
+                for m in items
+                if (ts_value(m["ts"]) <= at if newest_first else ts_value(m["ts"]) >= at)
+            ]
+        page, rest = items[:limit], items[limit:]
+        metadata = truthy(params.get("include_all_metadata"))
+        return {
+            "messages": [self._public(m, metadata=metadata) for m in page],
+            "has_more": bool(rest),
+            "response_metadata": {"next_cursor": encode_cursor(rest[0]["ts"]) if rest else ""},
+        }
+
+    @staticmethod
+    def _in_range(params: Mapping[str, Any]) -> Callable[[dict[str, Any]], bool]:
+        oldest = ts_value(params.get("oldest") or 0)
+        latest = ts_value(params["latest"]) if params.get("latest") else None
+        inclusive = truthy(params.get("inclusive"))
+
+        def check(message: dict[str, Any]) -> bool:
+            ts = ts_value(message["ts"])
+            if inclusive:
+                return oldest <= ts and (latest is None or ts <= latest)
+            return oldest < ts and (latest is None or ts < latest)
+
+        return check
+
+    def _history(self, params: dict[str, Any]) -> dict[str, Any]:
+        messages = self._messages.get(self._channel(params), {}).values()
+        in_range = self._in_range(params)
+        timeline = [
+            m
+            for m in messages
+            if m.get("thread_ts") in (None, m["ts"]) or m.get("subtype") == "thread_broadcast"
+        ]
+        items = self._sorted(filter(in_range, timeline), newest_first=True)
+        limit = int_param(params, "limit", 100, 999)
+        return self._page(items, params, limit, newest_first=True)
+
+    def _replies(self, params: dict[str, Any]) -> dict[str, Any]:
+        messages = self._messages.get(self._channel(params), {})
+        root_ts = str(params.get("ts") or "")
+        root = messages.get(root_ts)
+        if root is not None and root.get("thread_ts") not in (None, root_ts):
+            return self._page([root], params, 1, newest_first=False)  # a reply's ts: itself
+        in_range = self._in_range(params)
+        replies = [
+            m for m in messages.values() if m.get("thread_ts") == root_ts and m["ts"] != root_ts
+        ]
+        items = ([root] if root is not None else []) + self._sorted(filter(in_range, replies))
+        if not items:
+            raise SlackError("thread_not_found")
+        limit = int_param(params, "limit", self._max_replies, self._max_replies)
+        return self._page(items, params, limit, newest_first=False)
+
+    def _conversations_members(self, params: dict[str, Any]) -> dict[str, Any]:
+        """From ``slack_api.json`` channels' ``members`` (none listed: nobody), paginated."""
+        channel = self._channel(params)
+        if channel not in self._channels:
+            raise SlackError("channel_not_found")
+        members = [str(m) for m in self._channels[channel].get("members") or []]
+        start = int(str(params.get("cursor") or "0") or 0)
+        limit = int_param(params, "limit", 100, 1000)
+        page = members[start : start + limit]
+        more = start + limit < len(members)
+        return {
+            "members": page,
+            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+        }
+
+    def _pins_list(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The channel's pinned messages, newest pin first, as ``pins.list`` lists them (a
+        pinned message this fake does not hold is left out, as Slack omits deleted ones)."""
+        channel = self._channel(params)
+        stored = self._messages.get(channel, {})
+        items = [
+            {
+                "type": "message",
+                "channel": channel,
+                "created": int(float(ts)),
+                "created_by": str(stored[ts].get("user") or ""),
+                "message": copy.deepcopy(stored[ts]),
+            }
+            for ts in reversed(self._pins.get(channel, []))
+            if ts in stored
+        ]
+        return {"items": items}
+
+    def _files_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        file_id = str(params.get("file") or "")
+        if file_id not in self._files:
+            raise SlackError("file_not_found")
+        return {"file": self._public_file({"id": file_id}), "comments": []}

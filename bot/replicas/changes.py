@@ -1,0 +1,129 @@
+"""The entries of the change stream: what one replica saw or learned, for all of them.
+
+Two kinds, both compact JSON (a message is its model without default fields):
+
+* what an event meant (``rec``, ``edit``, ``del``, ``react``, ``pin``), decided once by the replica
+  that received the event and applied by every replica, itself included, in stream order;
+* what a replica learned from Slack (``warm``, ``msgs``, ``thread``, ``name``), applied at once
+  by the replica that asked and by the others when they read it, so no other replica asks again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from chanctx.bot.core.engine import ContextEngine
+from chanctx.bot.slack.intake import Delete, Edit, IntakeAction, Pin, React, Record
+from chanctx.context import FileRef, Message
+
+__all__ = ["EVENT_KINDS", "apply_change", "encode_action", "fill", "message_data"]
+
+EVENT_KINDS = frozenset({"rec", "edit", "del", "react", "pin"})
+
+
+def message_data(message: Message) -> dict[str, Any]:
+    return message.model_dump(mode="json", exclude_defaults=True)
+
+
+def _messages(rows: Any) -> list[Message]:
+    return [Message.model_validate(row) for row in rows]
+
+
+def encode_action(action: IntakeAction) -> str | None:
+    """The stream entry for what an event meant; None for an event that changes nothing."""
+    data: dict[str, Any]
+    if isinstance(action, Record):
+        data = {"k": "rec", "m": message_data(action.message)}
+        if action.only_if_new:
+            data["new"] = 1
+    elif isinstance(action, Edit):
+        data = {"k": "edit", "c": action.channel, "ts": action.ts, "text": action.text}
+        if action.edited_ts:
+            data["ets"] = action.edited_ts
+        if action.files is not None:
+            data["files"] = [f.model_dump(mode="json", exclude_defaults=True) for f in action.files]
+    elif isinstance(action, Delete):
+        data = {"k": "del", "c": action.channel, "ts": action.ts}
+    elif isinstance(action, React):
+        data = {"k": "react", "c": action.channel, "ts": action.ts, "name": action.name,
+                "u": action.user, "add": int(action.added)}  # fmt: skip
+    elif isinstance(action, Pin):
+        data = {"k": "pin", "m": message_data(action.message), "add": int(action.added)}
+    else:
+        return None
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def fill(kind: str, **data: Any) -> str:
+    """The stream entry for something learned from Slack."""
+    return json.dumps({"k": kind, **data}, separators=(",", ":"), ensure_ascii=False)
+
+
+def _action(data: dict[str, Any]) -> IntakeAction:
+    kind = data["k"]
+    if kind == "rec":
+        return Record(Message.model_validate(data["m"]), only_if_new=bool(data.get("new")))
+    if kind == "edit":
+        files = data.get("files")
+        return Edit(
+            data["c"],
+            data["ts"],
+            data["text"],
+            data.get("ets"),
+            None if files is None else tuple(FileRef.model_validate(f) for f in files),
+        )
+    if kind == "del":
+        return Delete(data["c"], data["ts"])
+    if kind == "react":
+        return React(data["c"], data["ts"], data["name"], data["u"], bool(data["add"]))
+    return Pin(Message.model_validate(data["m"]), bool(data["add"]))
+
+
+def apply_change(engine: ContextEngine, raw: str | bytes, *, mine: bool) -> str:
+    """Apply one stream entry to ``engine``; its kind. What this replica learned itself
+    (``mine``) is in its caches already; what any replica received is applied here, in order.
+    Raises ValueError/KeyError/TypeError for an entry it cannot read."""
+    data = json.loads(raw)
+    kind = str(data["k"])
+    if kind in EVENT_KINDS:
+        engine.apply(_action(data))
+    elif mine:
+        pass
+    elif kind == "warm":
+        engine.learn_warm(data["c"], _messages(data["m"]))
+    elif kind == "msgs":
+        engine.learn_messages(_messages(data["m"]))
+    elif kind == "thread":
+        partial = data.get("partial")
+        engine.learn_thread(
+            data["c"],
+            data["r"],
+            _messages(data["m"]),
+            complete=bool(data["whole"]),
+            partial=(partial[0], partial[1]) if partial else None,
+        )
+    elif kind == "name":
+        engine.learn_name(data["t"], data["id"], data["v"])
+    else:
+        raise KeyError(kind)
+    return kind
+
+
+def thread_fill(
+    channel: str,
+    root_ts: str,
+    messages: Sequence[Message],
+    *,
+    complete: bool,
+    partial: tuple[str | None, str | None] | None,
+) -> str:
+    return fill(
+        "thread",
+        c=channel,
+        r=root_ts,
+        m=[message_data(m) for m in messages],
+        whole=int(complete),
+        partial=list(partial) if partial else None,
+    )
