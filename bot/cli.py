@@ -1,4 +1,4 @@
-"""The ``chanctx`` command line: replay, run, record, fakes, playbook.
+"""The ``chanctx`` command line: replay, run, record, fakes, playbook, import.
 
 Every setting is a flag and an environment variable (``chanctx.bot.options``); secrets come from
 the environment only. A bad setting is one line on stderr naming it, and exit status 2.
@@ -24,6 +24,7 @@ from chanctx.bot.options import (
     resolve_options,
     session_settings,
 )
+from chanctx.bot.export.command import add_import_parser, run_import
 from chanctx.bot.playbook_cli import add_playbook_parser, run_playbook
 from chanctx.context import ChanctxError
 
@@ -91,6 +92,7 @@ def parser() -> argparse.ArgumentParser:
         add_options(command, name)  # type: ignore[arg-type]
 
     add_playbook_parser(commands)
+    add_import_parser(commands)
 
     fakes = commands.add_parser(
         "fakes",
@@ -272,6 +274,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             return _fakes(args)
         if command == "playbook":
             return run_playbook(args, env)
+        if command == "import":
+            return run_import(args, env)
         return _serve(args, options, env)
     except BrokenPipeError:
         # The reader went away (`| head`): not an error worth a traceback.
