@@ -1,4 +1,4 @@
-"""The ``chanctx`` command line: replay, run, record, fakes, playbook, import.
+"""The ``chanctx`` command line: replay, run, record, fakes, playbook, import, store.
 
 Every setting is a flag and an environment variable (``chanctx.bot.options``); secrets come from
 the environment only. A bad setting is one line on stderr naming it, and exit status 2.
@@ -15,6 +15,7 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
+from chanctx.bot.export.command import add_import_parser, run_import
 from chanctx.bot.logs import configure_logging
 from chanctx.bot.options import (
     Command,
@@ -24,8 +25,8 @@ from chanctx.bot.options import (
     resolve_options,
     session_settings,
 )
-from chanctx.bot.export.command import add_import_parser, run_import
 from chanctx.bot.playbook_cli import add_playbook_parser, run_playbook
+from chanctx.bot.store_command import add_store_parser, run_store
 from chanctx.context import ChanctxError
 
 __all__ = ["main", "parser"]
@@ -93,6 +94,7 @@ def parser() -> argparse.ArgumentParser:
 
     add_playbook_parser(commands)
     add_import_parser(commands)
+    add_store_parser(commands)
 
     fakes = commands.add_parser(
         "fakes",
@@ -276,6 +278,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             return run_playbook(args, env)
         if command == "import":
             return run_import(args, env)
+        if command == "store":
+            return run_store(args, env)
         return _serve(args, options, env)
     except BrokenPipeError:
         # The reader went away (`| head`): not an error worth a traceback.
