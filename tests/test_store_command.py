@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from chanctx.bot.cli import main
 
 REAL = (
