@@ -1,7 +1,7 @@
-"""The ``chanctx`` command line: replay, run, record, fakes, playbook.
+"""The ``chanctx`` command line: replay, run, record, fakes, playbook, import, store.
 
-Every setting is a flag and an environment variable (``chanctx.bot.launch.options``); secrets come from
-the environment only. A bad setting is one line on stderr naming it, and exit status 2.
+Every setting is a flag and an environment variable (``chanctx.bot.launch.options``); secrets
+come from the environment only. A bad setting is one line on stderr naming it, and exit status 2.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
+from chanctx.bot.export.command import add_import_parser, run_import
 from chanctx.bot.launch.logs import configure_logging
 from chanctx.bot.launch.options import (
     Command,
@@ -24,6 +25,7 @@ from chanctx.bot.launch.options import (
     resolve_options,
     session_settings,
 )
+from chanctx.bot.launch.store_command import add_store_parser, run_store
 from chanctx.bot.playbooks.command import add_playbook_parser, run_playbook
 from chanctx.context import ChanctxError
 
@@ -91,6 +93,8 @@ def parser() -> argparse.ArgumentParser:
         add_options(command, name)  # type: ignore[arg-type]
 
     add_playbook_parser(commands)
+    add_import_parser(commands)
+    add_store_parser(commands)
 
     fakes = commands.add_parser(
         "fakes",
@@ -272,6 +276,10 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             return _fakes(args)
         if command == "playbook":
             return run_playbook(args, env)
+        if command == "import":
+            return run_import(args, env)
+        if command == "store":
+            return run_store(args, env)
         return _serve(args, options, env)
     except BrokenPipeError:
         # The reader went away (`| head`): not an error worth a traceback.

@@ -24,11 +24,11 @@ def workspace_export() -> dict[str, bytes]:
     """Public, private, DM and group-DM conversations; threads, edits, files, bots, joins,
     reactions, pins and non-ASCII text."""
     users = [
-        {"id": ANA, "name": "ana", "real_name": "Ana Lima",
+        {"id": ANA, "team_id": TEAM, "name": "ana", "real_name": "Ana Lima",
          "profile": {"real_name": "Ana Lima", "display_name": "ana"}},
-        {"id": BEN, "name": "ben", "real_name": "Benoît Ørsted",
+        {"id": BEN, "team_id": TEAM, "name": "ben", "real_name": "Benoît Ørsted",
          "profile": {"real_name": "Benoît Ørsted", "display_name": "benoît"}},
-        {"id": BOT, "name": "deploybot", "is_bot": True, "profile": {"real_name": "Deploy Bot"}},
+        {"id": BOT, "team_id": TEAM, "name": "deploybot", "is_bot": True, "profile": {"real_name": "Deploy Bot"}},
     ]  # fmt: skip
     general_day1 = [
         {"type": "message", "subtype": "channel_join", "user": ANA, "ts": "1714550400.000100",

@@ -43,6 +43,7 @@ _ID = re.compile(r"^[A-Z0-9]{2,30}$")
 @dataclass(frozen=True)
 class ExportUser:
     id: str
+    team: str
     name: str
     real_name: str
     display_name: str
@@ -150,6 +151,7 @@ def _users(source: ExportSource, names: list[str]) -> Iterator[ExportUser | Prob
         profile: dict[str, Any] = found if isinstance(found, dict) else {}
         yield ExportUser(
             id=str(user["id"]),
+            team=str(user.get("team_id") or user.get("team") or ""),
             name=str(user.get("name") or ""),
             real_name=str(user.get("real_name") or profile.get("real_name") or ""),
             display_name=str(profile.get("display_name") or ""),

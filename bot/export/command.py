@@ -1,0 +1,109 @@
+"""``chanctx import EXPORT``: a Slack export (ZIP or folder) into the data dir's channel store.
+
+Exit status: 0 when everything was imported, 1 when some files or messages were refused (each
+named on stderr, the rest imported), 2 when nothing could be read (not an export, no workspace,
+the store unusable). A progress bar on a terminal; one summary line either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from chanctx.bot.export.importer import ImportRefused, import_export
+from chanctx.cache.channel_store import SqliteChannelStore
+from chanctx.context import ChanctxError
+from tqdm import tqdm
+
+__all__ = ["add_import_parser", "run_import"]
+
+_TEAM = re.compile(r"^[TE][A-Z0-9]{2,30}$")
+
+
+def add_import_parser(commands: Any) -> None:
+    command = commands.add_parser(
+        "import",
+        help="Import a Slack export (its ZIP or unpacked folder) into the channel store.",
+        description=(
+            "Read a Slack workspace export into the data dir's channel store, so the bot knows "
+            "what channels said before it arrived. Safe to repeat: what is known is skipped, a "
+            "message deleted since is not brought back, and a stopped import resumes by running "
+            "it again. Examples: chanctx import export.zip; chanctx import export/ --channels "
+            "general,C0123ABCD"
+        ),
+    )
+    command.add_argument("export", type=Path, help="the export's ZIP file or unpacked folder")
+    command.add_argument(
+        "--team", default=None, help="the workspace id (T...), when users.json does not name it"
+    )
+    command.add_argument(
+        "--channels", default=None, help="only these conversations (ids or names, comma-separated)"
+    )
+    command.add_argument(
+        "--data-dir", type=Path, default=None,
+        help="where the bot keeps its data [env CHANCTX_DATA_DIR; default ./.chanctx]",
+    )  # fmt: skip
+
+
+def run_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    if args.team is not None and not _TEAM.match(args.team):
+        raise ImportRefused(f"--team {args.team!r} is not a workspace id (like T0123ABCD)")
+    only = {c.strip() for c in args.channels.split(",") if c.strip()} if args.channels else None
+    data_dir = args.data_dir or Path(env.get("CHANCTX_DATA_DIR") or ".chanctx")
+    try:
+        store = SqliteChannelStore(data_dir)
+    except ChanctxError as error:
+        print(f"chanctx import: {error}", file=sys.stderr)
+        return 2
+    try:
+        with _quiet_intake(), _progress() as progress:
+            summary = import_export(
+                args.export,
+                store,
+                team=args.team,
+                only=only,
+                on_problem=lambda line: progress.write(f"refused: {line}", file=sys.stderr),
+                progress=lambda messages, channels: _advance(progress, messages, channels),
+            )
+    except ImportRefused as error:
+        print(f"chanctx import: {error}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    print(summary.line())
+    return summary.exit_status
+
+
+@contextmanager
+def _progress() -> Iterator[tqdm[Any]]:
+    """A bar on a terminal (messages, their rate, conversations); nothing otherwise."""
+    bar: tqdm[Any] = tqdm(
+        unit=" msg", desc="importing", disable=not sys.stderr.isatty(), file=sys.stderr
+    )
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+def _advance(bar: tqdm[Any], messages: int, channels: int) -> None:
+    bar.update(messages - bar.n)
+    bar.set_postfix(conversations=channels, refresh=False)
+
+
+@contextmanager
+def _quiet_intake() -> Iterator[None]:
+    """Intake warns once per malformed live event; an import names each one itself."""
+    logger = logging.getLogger("chanctx.intake")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)

@@ -1,0 +1,222 @@
+"""``chanctx import``: a Slack export into the channel store, the way live events would put it.
+
+Each exported message goes through the same intake as a live ``message`` event, so a join is
+ignored and a topic change kept exactly as when the bot heard it; what intake keeps is written
+as the store's events in batches (one transaction each). The store's rules make an import
+idempotent and safe beside live events: ts is the key, a tombstone wins over the export, and an
+older copy never undoes an edit. So an import that was stopped (or killed) is resumed by running
+it again, and a later export adds only what is new.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chanctx.bot.export.reader import (
+    ExportChannel,
+    ExportMessage,
+    ExportUser,
+    Problem,
+    read_export,
+)
+from chanctx.bot.export.source import NotAnExport, open_source
+from chanctx.bot.slack.intake import Ignore, Record, SelfIdentity, intake
+from chanctx.cache.channel_store import (
+    ChannelNamed,
+    ChannelStore,
+    FileShared,
+    MessagePosted,
+    PinChanged,
+    StoreEvent,
+    UserNamed,
+    WriteResult,
+)
+from chanctx.context import ChanctxError, Message
+
+__all__ = ["ImportRefused", "ImportSummary", "import_export"]
+
+BATCH = 5_000  # messages a transaction: big enough to amortise the commit, small to resume
+
+
+class ImportRefused(ChanctxError):
+    """Nothing could be imported: the path is not an export, or no workspace is known."""
+
+
+@dataclass
+class ImportSummary:
+    """What an import did, for its one summary line and its exit status."""
+
+    channels: int = 0
+    users: int = 0
+    read: int = 0  # messages read from day files
+    imported: int = 0  # new or newer than what the store held
+    known: int = 0  # already stored as they are
+    deleted: int = 0  # refused: deleted live (a tombstone) or in a forgotten channel
+    expired: int = 0  # older than the retention period
+    ignored: int = 0  # no conversation in them (joins, leaves), as the live path ignores them
+    refused: int = 0  # malformed messages and files that could not be read
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        rate = self.read / self.seconds if self.seconds > 0 else 0.0
+        return (
+            f"imported {self.imported:,} of {self.read:,} messages from {self.channels:,} "
+            f"conversations ({self.users:,} users): {self.known:,} already known, "
+            f"{self.deleted:,} skipped as deleted, {self.expired:,} past retention, "
+            f"{self.ignored:,} not conversation, {self.refused:,} refused as malformed; "
+            f"{self.seconds:.1f} s, {rate:,.0f} messages/s"
+        )
+
+    @property
+    def exit_status(self) -> int:
+        return 1 if self.refused else 0
+
+    def count(self, result: WriteResult) -> None:
+        self.imported += result.applied
+        self.known += result.known + result.unknown
+        self.deleted += result.deleted
+        self.expired += result.expired
+
+
+def import_export(
+    path: Path,
+    store: ChannelStore,
+    *,
+    team: str | None = None,
+    only: set[str] | None = None,
+    on_problem: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+    progress: Callable[[int, int], None] | None = None,
+) -> ImportSummary:
+    """Import the export at ``path`` into ``store``; ``progress(messages, channels)`` is told
+    after every batch. ``ImportRefused`` when nothing can be read."""
+    started = time.monotonic()
+    try:
+        source = open_source(path)
+    except NotAnExport as error:
+        raise ImportRefused(str(error)) from None
+    summary = ImportSummary()
+    try:
+        records = read_export(source, only=only)
+        users, first = _leading_users(records)
+        workspace = team or _team_of(users)
+        if workspace is None:
+            raise ImportRefused(
+                f"{path}: the export's users.json names no workspace; give it with --team T..."
+            )
+        _write(store, [UserNamed(workspace, u.id, _name(u)) for u in users])
+        summary.users = len(users)
+        _import_rest(store, workspace, first, records, summary, on_problem, progress)
+    finally:
+        source.close()
+    if summary.channels == 0 and summary.read == 0:
+        raise ImportRefused(f"{path}: no conversation found (no channels.json, groups.json, ...)")
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _leading_users(records: Iterator[Any]) -> tuple[list[ExportUser], Any]:
+    """The users (which come first) and the first record after them (None at the end)."""
+    users: list[ExportUser] = []
+    for record in records:
+        if not isinstance(record, ExportUser):
+            return users, record
+        users.append(record)
+    return users, None
+
+
+def _team_of(users: list[ExportUser]) -> str | None:
+    teams = {u.team for u in users if u.team}
+    return teams.pop() if len(teams) == 1 else None
+
+
+def _name(user: ExportUser) -> str:
+    return user.display_name or user.real_name or user.name or user.id
+
+
+def _import_rest(
+    store: ChannelStore,
+    team: str,
+    first: Any,
+    records: Iterator[Any],
+    summary: ImportSummary,
+    on_problem: Callable[[str], None],
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    posted: list[StoreEvent] = []  # messages only, so a batch's result counts messages
+    other: list[StoreEvent] = []  # names and file records
+    pins: list[StoreEvent] = []
+    me = SelfIdentity()
+
+    def flush() -> None:
+        summary.count(_write(store, posted))
+        _write(store, other)
+        posted.clear()
+        other.clear()
+        if progress is not None:
+            progress(summary.read, summary.channels)
+
+    for record in _chain(first, records):
+        if isinstance(record, Problem):
+            summary.refused += 1
+            summary.problems.append(str(record))
+            on_problem(str(record))
+        elif isinstance(record, ExportChannel):
+            summary.channels += 1
+            other.append(ChannelNamed(team, record.id, record.name))
+            pins += [PinChanged(team, record.id, ts, "", True) for ts in record.pins]
+        elif isinstance(record, ExportMessage):
+            summary.read += 1
+            message = _message(record, me, summary, on_problem)
+            if message is not None:
+                posted.append(MessagePosted(team, message))
+                other.extend(
+                    FileShared(team, f, message.channel, message.ts) for f in message.files
+                )
+            if len(posted) >= BATCH:
+                flush()
+    flush()
+    # Pins name messages, so they go once every message is in.
+    _write(store, pins)
+
+
+def _chain(first: Any, rest: Iterable[Any]) -> Iterator[Any]:
+    if first is not None:
+        yield first
+    yield from rest
+
+
+def _message(
+    record: ExportMessage,
+    me: SelfIdentity,
+    summary: ImportSummary,
+    on_problem: Callable[[str], None],
+) -> Message | None:
+    """The exported message as live intake would record it; None when it records nothing."""
+    raw = dict(record.message)
+    if "file" in raw and "files" not in raw and isinstance(raw["file"], dict):
+        raw["files"] = [raw["file"]]  # exports before 2019 carry one file, singular
+    raw["channel"] = record.channel.id
+    raw.setdefault("type", "message")
+    action = intake(raw, me)  # never raises: a malformed message is an Ignore saying so
+    if isinstance(action, Record):
+        return action.message
+    if isinstance(action, Ignore) and action.reason.startswith("malformed "):
+        line = f"{record.where}: {action.reason.split(': ', 1)[-1]}"
+        summary.refused += 1
+        summary.problems.append(line)
+        on_problem(line)
+        return None
+    # Ignored as live intake ignores it (joins, leaves); an edit or deletion event in an
+    # export is not a message of its own.
+    summary.ignored += 1
+    return None
+
+
+def _write(store: ChannelStore, events: list[StoreEvent]) -> WriteResult:
+    return store.write(events) if events else WriteResult()

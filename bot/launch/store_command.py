@@ -1,0 +1,86 @@
+"""``chanctx store stats|check``: what the data dir's channel store holds, read beside a running
+bot (a read-only connection never blocks its writer)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from chanctx.cache.channel_store import DB_NAME, SqliteChannelStore, StoreError, StoreStats
+from chanctx.cache.channel_store.__main__ import check
+
+__all__ = ["add_store_parser", "run_store"]
+
+
+def add_store_parser(commands: Any) -> None:
+    command = commands.add_parser(
+        "store",
+        help="Show what the channel store holds (stats) or check that it is whole (check).",
+        description=(
+            "Read the data dir's channel store, also while the bot runs. stats: channels, "
+            "messages, threads, tombstones, bytes on disk, and how far back each channel "
+            "reaches; check: SQLite's integrity check and every channel's index. Examples: "
+            "chanctx store stats; chanctx store stats --json; chanctx store check"
+        ),
+    )
+    command.add_argument("action", choices=["stats", "check"])
+    command.add_argument("--json", action="store_true", help="stats as one JSON object")
+    command.add_argument(
+        "--data-dir", type=Path, default=None,
+        help="where the bot keeps its data [env CHANCTX_DATA_DIR; default ./.chanctx]",
+    )  # fmt: skip
+
+
+def run_store(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    data_dir = args.data_dir or Path(env.get("CHANCTX_DATA_DIR") or ".chanctx")
+    if not (data_dir / DB_NAME).exists():
+        print(
+            f"chanctx store: no channel store in {data_dir} yet ({DB_NAME} is made by the "
+            "bot's first start or an import); --data-dir / CHANCTX_DATA_DIR names another",
+            file=sys.stderr,
+        )
+        return 2
+    if args.action == "check":
+        return check(data_dir)
+    try:
+        store = SqliteChannelStore(data_dir, read_only=True)
+    except StoreError as error:
+        print(f"chanctx store: {error}", file=sys.stderr)
+        return 2
+    try:
+        stats = store.stats()
+    finally:
+        store.close()
+    print(stats.model_dump_json(indent=2) if args.json else shown(stats))
+    return 0
+
+
+def shown(stats: StoreStats) -> str:
+    lines = [
+        f"{stats.path} (schema {stats.schema_version}): {stats.channels:,} channels, "
+        f"{stats.messages:,} messages, {stats.threads:,} threads, {stats.tombstones:,} "
+        f"tombstones, {stats.bytes_on_disk / 2**20:,.1f} MiB on disk"
+    ]
+    for channel in stats.per_channel:
+        name = f"#{channel.name}" if channel.name else channel.channel
+        reach = (
+            f"{_day(channel.oldest_ts)} to {_day(channel.newest_ts)}"
+            if channel.oldest_ts and channel.newest_ts
+            else "no messages"
+        )
+        pending = ""
+        if channel.backfill is not None:
+            pending = "; backfill complete" if channel.backfill.complete else "; backfill pending"
+        lines.append(
+            f"  {channel.team} {channel.channel} {name}: {channel.messages:,} messages, "
+            f"{channel.threads:,} threads, {channel.tombstones:,} tombstones, {reach}{pending}"
+        )
+    return "\n".join(lines)
+
+
+def _day(ts: str) -> str:
+    return datetime.fromtimestamp(float(ts), UTC).strftime("%Y-%m-%d")

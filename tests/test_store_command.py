@@ -1,0 +1,38 @@
+"""``chanctx store stats``: what the channel store holds, read through the real CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from chanctx.bot.cli import main
+
+REAL = (
+    Path(__file__).parent / "data" / "slack_export" / "hfaran-slack-export-viewer-testarchive.zip"
+)
+
+
+def test_stats_after_an_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = str(tmp_path / "data")
+    assert main(["import", str(REAL), "--data-dir", data], env={}) == 0
+    capsys.readouterr()
+    assert main(["store", "stats", "--data-dir", data], env={}) == 0
+    text = capsys.readouterr().out
+    assert "2 channels, 146 messages, 0 threads, 0 tombstones" in text
+    assert (
+        "C0JGLMMNX #enrique: 96 messages, 0 threads, 0 tombstones, 2016-01-15 to 2016-03-29" in text
+    )
+    assert main(["store", "stats", "--json"], env={"CHANCTX_DATA_DIR": data}) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["messages"] == 146 and stats["bytes_on_disk"] > 0
+    assert {c["name"]: c["messages"] for c in stats["per_channel"]} == {
+        "enrique": 96, "traveling-sailor": 50
+    }  # fmt: skip
+
+
+def test_a_data_dir_without_a_store_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["store", "stats", "--data-dir", str(tmp_path)], env={}) == 2
+    assert f"no channel store in {tmp_path} yet" in capsys.readouterr().err
