@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -65,6 +66,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="FILE",
         type=Path,
         help="write every Messages API request body the replay sent to FILE (JSONL, one a line)",
+    )
+    replay.add_argument(
+        "--continue",
+        dest="continue_data_dir",
+        action="store_true",
+        help="go on from what --data-dir holds: mentions it answered before are skipped (and "
+        "counted in the report); without it a replay starts fresh",
     )
     replay.add_argument(
         "--serve",
@@ -135,6 +143,14 @@ def _replay(args: argparse.Namespace, options: Options) -> int:
 
     if args.demo == bool(args.fixture):
         raise SettingsError("replay needs a fixture directory or --demo (one of the two)")
+    # A replay reads --data-dir from its flag only, never from CHANCTX_DATA_DIR (an operator who
+    # also runs the bot has it set): the same fixture gives the same report every time.
+    data_dir = options.data_dir if args.data_dir is not None else None
+    if data_dir is not None and not args.continue_data_dir and _holds_state(data_dir):
+        raise SettingsError(
+            f"--data-dir {data_dir} holds an earlier run's state; add --continue to go on from "
+            "it (mentions answered there are skipped), or give an empty directory"
+        )
     fixture = load_fixture(demo_fixture() if args.demo else args.fixture)
     home = (options.home or fixture.path).resolve()
     report = replay(
@@ -145,7 +161,8 @@ def _replay(args: argparse.Namespace, options: Options) -> int:
             overflow=options.overflow,
             claude=options.claude,
             session=session_settings(options),
-            data_dir=options.data_dir,
+            data_dir=data_dir,
+            continued=args.continue_data_dir,
             recipe=RecipeRunner(load_recipe(home), home=home, cwd=Path.cwd()),
             history_per_channel=options.history_per_channel,
             history_mb=options.history_mb,
@@ -165,6 +182,10 @@ def _replay(args: argparse.Namespace, options: Options) -> int:
     if args.serve is None:
         print(_shown(report, args.json))
     return 0
+
+
+def _holds_state(data_dir: Path) -> bool:
+    return data_dir.is_dir() and any(data_dir.iterdir())
 
 
 def _shown(report: dict[str, Any], as_json: bool) -> str:
@@ -212,11 +233,19 @@ def _serve_replayed(port: int, as_json: bool) -> Callable[[Any, dict[str, Any]],
 
 
 def _serve(args: argparse.Namespace, options: Options, env: Mapping[str, str]) -> int:
-    from chanctx.bot.launch.one_workspace import build_runtime, known_state, serve
+    from chanctx.bot.launch.one_workspace import build_runtime, known_state, load_api_keys, serve
+    from chanctx.bot.launch.preflight import check_data_dir, check_port, quiet_token_warning
     from chanctx.bot.launch.settings import load_settings
     from slack_sdk import WebClient
 
     settings = load_settings(options=options, env=env)
+    # Everything an operator can get wrong locally is checked before the first network call.
+    check_data_dir(settings.data_dir)
+    if settings.options.api_keys is not None:
+        load_api_keys(settings.options.api_keys)
+    if settings.mode == "http":
+        check_port(settings.host, settings.port)
+    quiet_token_warning(logging.getLogger("chanctx.bolt"))
     if settings.oauth and args.command == "run":
         from chanctx.bot.launch.oauth_workspaces import serve_oauth
 

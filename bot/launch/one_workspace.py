@@ -19,6 +19,7 @@ from chanctx.bot.core.turns import NullResponder, Responder
 from chanctx.bot.events.app import build_app
 from chanctx.bot.launch.allocator import limit_arenas
 from chanctx.bot.launch.options import Options, SettingsError, context_settings, session_settings
+from chanctx.bot.launch.preflight import who_am_i
 from chanctx.bot.launch.settings import RunSettings
 from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks
 from chanctx.bot.playbooks.curators import ClaudeCurator, Curator, OfflineCurator
@@ -71,7 +72,7 @@ def build_runtime(
     options = settings.options if settings is not None else Options()
     if data_dir is None and settings is not None:
         data_dir = settings.data_dir
-    auth = client.auth_test()
+    auth = who_am_i(client)
     me = SelfIdentity(user_id=str(auth.get("user_id", "")), bot_id=str(auth.get("bot_id", "")))
     team = str(auth.get("team_id", ""))
     link = redis_link(options)

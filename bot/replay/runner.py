@@ -8,7 +8,7 @@ the same report byte for byte.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +37,9 @@ class ReplayOptions:
     claude: bool = True  # False: context only, nothing answered (``--no-claude``)
     session: SessionSettings | None = None
     data_dir: Path | None = None  # keep the session logs here (default: a temporary directory)
+    # Go on from what ``data_dir`` holds (its turn journal): mentions it answered are skipped
+    # and counted. Without it, a data dir that holds a previous run's state is refused.
+    continued: bool = False
     recipe: RecipeRunner | None = None
     history_per_channel: int = 5_000  # messages kept per channel (the search window)
     history_mb: int = 1024  # memory all channels' history may hold
@@ -115,7 +118,10 @@ def replay(
         similar=options.similar,
     ) as bot:
         interactions: list[dict[str, Any]] = []
+        skipped: list[dict[str, str]] = []
         for envelope in fixture.envelopes:
+            if options.continued:
+                skipped += _answered_before(bot, envelope)
             response = bot.dispatch(envelope)
             kind = interaction_kind(envelope)
             if kind is not None:
@@ -142,11 +148,43 @@ def replay(
             "claude": claude,
             "playbook": playbook_report(bot.playbooks.store) if bot.playbooks else {},
         }
+        report["answers_from"] = _answers_from(fixture, options)
         if interactions:
             report["interactions"] = interactions
+        if skipped:
+            report["skipped_mentions"] = skipped
         if then is not None:
             then(bot, report)
         return report
+
+
+def _answers_from(fixture: Fixture, options: ReplayOptions) -> str:
+    if not options.claude:
+        return "none (--no-claude: context only)"
+    if fixture.cassette:
+        return "the fixture's cassette (claude.jsonl)"
+    return "chanctx's offline model"
+
+
+def _answered_before(bot: OfflineBot, envelope: Mapping[str, Any]) -> list[dict[str, str]]:
+    """A mention whose delivery the data dir's turn journal already holds (answered by an
+    earlier replay or run into it): it will not be answered again, and the report says so."""
+    event = envelope.get("event")
+    event_id = envelope.get("event_id")
+    if not isinstance(event, Mapping) or not isinstance(event_id, str):
+        return []
+    is_mention = event.get("type") == "app_mention" or (
+        event.get("type") == "message"
+        and event.get("channel_type") == "im"
+        and not event.get("subtype")
+    )
+    if not is_mention or not bot.runtime.turns.seen_event(event_id):
+        return []
+    return [{
+        "channel": str(event.get("channel", "")),
+        "ts": str(event.get("ts", "")),
+        "why": "answered before into this --data-dir (its turn journal holds it)",
+    }]  # fmt: skip
 
 
 def playbook_report(store: PlaybookStore) -> dict[str, list[dict[str, Any]]]:
@@ -206,6 +244,7 @@ def _replay_workspaces(fixture: Fixture, options: ReplayOptions, start: float) -
             "slack_api_calls": dict(sorted(totals.items())),
             "workspaces": {team: {"slack_api_calls": calls} for team, calls in per_team.items()},
             "claude": claude,
+            "answers_from": _answers_from(fixture, options),
             "playbook": {
                 channel: bullets
                 for bot in teams.bots.values()

@@ -81,8 +81,13 @@ def _interaction_lines(report: dict[str, Any]) -> list[str]:
 def render_transcript(report: dict[str, Any]) -> str:
     calls = report["slack_api_calls"]
     lines = [
-        f"chanctx replay: {report['fixture']} ({report['events']} events, {len(report['turns'])} answers)"
+        f"chanctx replay: {report['fixture']} ({report['events']} events, {len(report['turns'])} answers)",
+        f"Answers from {report['answers_from']}, against loopback fakes of Slack and the Messages "
+        'API (no network, no credentials). "requests" at the end counts Messages API requests: '
+        "a turn makes one, plus one per round of tool calls.",
     ]
+    for skipped in report.get("skipped_mentions", []):
+        lines.append(f"Skipped the mention {skipped['channel']} {skipped['ts']}: {skipped['why']}")
     for number, turn in enumerate(report["turns"], start=1):
         context = turn["context"]
         if context is None:
