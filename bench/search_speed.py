@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from chanctx.cache import ts_key
 from chanctx.context import FileRef, Message, Names
-from chanctx.context._render import text_of
+from chanctx.context.render import text_of
 from chanctx.tools import ChannelTools, HistoryView
 from chanctx.tools._index import ChannelIndex, document_terms
 from chanctx.tools._indexed import IndexedHistory

@@ -26,7 +26,7 @@ from itertools import islice
 from typing import Any
 
 from chanctx.context import FileRef, Message, Reaction
-from chanctx.context._time import validate_ts
+from chanctx.context.timestamps import validate_ts
 
 __all__ = ["ChannelHistory", "ts_key"]
 

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from chanctx.context._errors import BudgetError
 from chanctx.context._truncate import truncate_at_sentence
+from chanctx.context.errors import BudgetError
 
 __all__ = ["Chunk", "Packed", "Packing", "optimize", "pack"]
 

@@ -19,10 +19,10 @@ from pathlib import PurePosixPath
 from typing import Annotated, Any, Final, Literal, TypeAlias, get_args
 
 import yaml
-from chanctx.context._errors import RecipeError
 from chanctx.context._snapshot import DEFAULT_ADJACENT_WINDOW, DEFAULT_SNAPSHOT_BUDGET
 from chanctx.context._thread import DEFAULT_THREAD_BUDGET
 from chanctx.context.budget import Chunk, pack
+from chanctx.context.errors import RecipeError
 from chanctx.context.tokens import TokenCounter, default_counter
 from pydantic import (
     BaseModel,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, TextIO
 
-from chanctx.manifest_store._jsonl import line_of, rewrite_atomically
+from chanctx.manifest_store.jsonl import line_of, rewrite_atomically
 
 __all__ = ["FEEDBACK_FILE", "HARMFUL", "HELPFUL", "FeedbackStore", "Vote", "verdict_of"]
 

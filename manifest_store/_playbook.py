@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol, TextIO
 
 from chanctx.context.playbook import Bullet, Delta, Playbook, Similarity
-from chanctx.manifest_store._jsonl import line_of, rewrite_atomically
+from chanctx.manifest_store.jsonl import line_of, rewrite_atomically
 from pydantic import ValidationError
 
 __all__ = ["PLAYBOOK_DIR", "LocalPlaybookStore", "PlaybookStore"]

@@ -27,7 +27,7 @@ from chanctx.bot.options import SettingsError, resolve_options
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.cache import ChannelHistory, ts_key
 from chanctx.context import FileRef, Message, Names
-from chanctx.context._render import author_of, text_of
+from chanctx.context.render import author_of, text_of
 from chanctx.tools import (
     ChannelTools,
     ChannelView,

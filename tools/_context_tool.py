@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 
 from chanctx.cache import ts_key
 from chanctx.context import Message, Names
-from chanctx.context._render import author_of
 from chanctx.context.budget import Chunk
+from chanctx.context.render import author_of
 from chanctx.tools._env import Env, ToolResult
 from chanctx.tools._fit import cut_text, fit_ranked
 from chanctx.tools._index import ThreadStats

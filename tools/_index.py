@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 from chanctx.cache import ts_key
 from chanctx.context import Message, Names
-from chanctx.context._render import author_of, text_of
+from chanctx.context.render import author_of, text_of
 from chanctx.tools._bm25 import BM25Index
 from chanctx.tools._keywords import Stemmer, terms
 

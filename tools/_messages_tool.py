@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from chanctx.cache import ts_key
 from chanctx.context import Message, ThreadContext, Truncation, build_thread_context, iso_from_ts
-from chanctx.context._render import author_of, media_of, text_of
 from chanctx.context.budget import Chunk
+from chanctx.context.render import author_of, media_of, text_of
 from chanctx.tools._env import Env, ToolResult, not_found
 from chanctx.tools._fit import cut_text, fit_ranked
 from chanctx.tools._inputs import ChannelMessagesInput

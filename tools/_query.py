@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from chanctx.context import Message, Names, TokenCounter, iso_from_ts
-from chanctx.context._render import author_of, text_of
 from chanctx.context.budget import Chunk, pack
+from chanctx.context.render import author_of, text_of
 from chanctx.tools._context_tool import PER_THREAD
 from chanctx.tools._indexed import SearchScope
 from chanctx.tools._keywords import terms

@@ -63,7 +63,7 @@ import numpy as np
 import numpy.typing as npt
 from chanctx.cache import ts_key
 from chanctx.context import Message, Names
-from chanctx.context._render import author_of, text_of
+from chanctx.context.render import author_of, text_of
 from chanctx.tools._dates import in_periods, label, periods
 from chanctx.tools._index import ChannelIndex
 from chanctx.tools._keywords import Keyword, Stemmer, keywords, terms

@@ -17,8 +17,8 @@ from typing import Any, Final
 import anthropic
 from chanctx.bot.claude.request_rules import check_request
 from chanctx.context import Message, Names, TokenCounter, default_counter, iso_from_ts
-from chanctx.context._render import author_of, text_of
 from chanctx.context.playbook import SECTIONS, Bullet, BulletSource, Delta
+from chanctx.context.render import author_of, text_of
 from pydantic import ValidationError
 
 __all__ = ["CURATOR_TOOL", "DEFAULT_CURATOR_MODEL", "ClaudeCurator"]

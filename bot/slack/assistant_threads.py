@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
-from chanctx.manifest_store._jsonl import line_of, rewrite_atomically
+from chanctx.manifest_store.jsonl import line_of, rewrite_atomically
 from slack_bolt.context.assistant.thread_context import AssistantThreadContext
 from slack_bolt.context.assistant.thread_context_store.store import AssistantThreadContextStore
 
