@@ -1,4 +1,4 @@
-"""Token budgeting, factored out (seed 003) with seed 001's optimizer rules.
+"""Token budgeting: which chunks of text fit a budget, shared by every context chanctx builds.
 
 Rules, in order of precedence:
 1. Pinned chunks come before unpinned ones.

@@ -1,4 +1,4 @@
-"""The context recipe (``context.yaml``, seed 000): what the Claude session's context is made of.
+"""The context recipe (``context.yaml``): what the Claude session's context is made of.
 
 A recipe is an ordered list of sources. Text sources (``file``, ``computed_file``) become system
 text blocks; ``channel_snapshot`` and ``thread_context`` set the budgets of the two JSON packages
@@ -252,7 +252,7 @@ class FileSource(_Model):
     path: Template
     on_missing: OnMissing = "error"
     max_tokens: OptionalPositiveInt = None
-    # The query API puts a pinned source first in every answer for any channel (seed 001).
+    # The query API puts a pinned source first in every answer, whatever the channel.
     pinned: StrictBool = False
 
 
@@ -312,7 +312,7 @@ class ThreadContextSource(_Model):
 
 
 class PlaybookSource(_Model):
-    """The channel's playbook (seed 002): what it has learned, the most useful bullets that fit
+    """The channel's playbook: what it has learned, the most useful bullets that fit
     ``budget_tokens``; bullets are left out whole, never cut."""
 
     type: Literal["playbook"] = "playbook"

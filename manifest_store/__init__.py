@@ -1,5 +1,5 @@
 """The durable session log (one append-only JSONL file per Slack thread's Claude session), the
-attachment manifest persisted in it (seed 003), and compaction of a session near its window.
+attachment manifest persisted in it, and compaction of a session near its window.
 
 Pure of Slack and of the Anthropic SDK: messages are plain Messages API dicts, and the only
 chanctx import is ``context``.

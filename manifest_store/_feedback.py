@@ -4,7 +4,7 @@ One append-only JSONL file in the data dir (``feedback.jsonl``, each line fsynce
 lines tie a posted message (channel, ts) to the turn that produced it, ``vote`` lines record a
 person's reaction on one of those messages, or a click on its feedback buttons (the other
 button's earlier click is taken back: a person holds one button verdict per answer). The
-playbook (seeds 002/004) reads the votes of a turn to credit or blame what was in its context.
+playbook reads the votes of a turn to credit or blame what was in its context.
 A damaged line is skipped with one warning naming the file and line, as in the turn journal.
 
 The store remembers the newest 50,000 answers and the votes of the newest 50,000 voted turns;

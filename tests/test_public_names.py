@@ -9,6 +9,7 @@ what it offers.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,24 @@ def test_the_rule_sees_what_crosses(package: str, source: str, crossing: bool) -
 )
 def test_all_is_found_only_at_module_level(source: str, declared: bool) -> None:
     assert declares_all(ast.parse(source)) is declared
+
+
+# A planning document cited by name ("seed 003", "DESIGN.md") is one a reader of this repository
+# cannot open; docs/design.md says where each part comes from.
+PLANNING = re.compile(r"\bseeds? \d{3}\b|\bseeds? \d{3}/\d{3}\b|\bDESIGN\.md\b", re.IGNORECASE)
+
+
+def test_the_lower_packages_state_their_contracts_in_their_own_words() -> None:
+    cited = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in product_files(*DECLARED, "fixtures")
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if PLANNING.search(line)
+    ]
+    assert not cited, "planning documents cited in code:\n" + "\n".join(cited)
+
+
+def test_the_citation_rule_sees_a_seed() -> None:
+    assert PLANNING.search("Token budgeting (seed 003) with seed 001's rules")
+    assert PLANNING.search("see DESIGN.md")
+    assert not PLANNING.search("a random seed for the fixture, 42")

@@ -172,8 +172,8 @@ def _fit_thread(
     if fits(output):
         return _json(output)
 
-    # The root alone is over the budget (seed 003 keeps it whole, but the output budget is
-    # a hard cap here): cut its text and keep no replies; tersely if need be.
+    # The root alone is over the budget (a thread's context keeps its root whole, but the
+    # tool's output budget is a hard cap): cut its text and keep no replies; tersely if need be.
     for terse in (False, True):
 
         def with_root_text(text: str, terse: bool = terse) -> ThreadOutput:

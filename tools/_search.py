@@ -1,6 +1,7 @@
 """channel_context's ranking over a channel's :class:`~tools._index.ChannelIndex`.
 
-Deterministic and local (seed 003: no LLM call, no Slack call, no model). The score of a
+Deterministic and local (no LLM call, no Slack call, no model: the same question over the same
+history always gets the same answer, at no cost). The score of a
 message is
 
     keyword  (0..1)  0.7 * BM25 / best BM25 + 0.3 * share of the intent's keywords it
