@@ -38,7 +38,8 @@ from chanctx.tools import (
     ThreadLookup,
 )
 from chanctx.tools._bm25 import BM25Index
-from chanctx.tools._index import ChannelIndex, SortedKeys, ThreadStats, document_terms
+from chanctx.tools._columns import SortedKeys
+from chanctx.tools._index import ChannelIndex, ThreadStats, document_terms
 from chanctx.tools._porter import porter_stem
 from chanctx.tools._search import periods
 from hypothesis import given, settings
