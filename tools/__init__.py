@@ -36,7 +36,7 @@ from chanctx.tools._query import (
     QueryResult,
     query_channel,
 )
-from chanctx.tools._search import Ranking
+from chanctx.tools._ranking import Ranking
 from chanctx.tools._tools import DEFAULT_OUTPUT_BUDGET, MIN_OUTPUT_BUDGET, ChannelTools
 from chanctx.tools._view import ChannelView, HistoryView, SearchableView, ThreadLookup
 

@@ -21,7 +21,8 @@ from chanctx.tools._index import ThreadStats
 from chanctx.tools._indexed import SearchScope, synced_index
 from chanctx.tools._inputs import ChannelContextInput, parse_since
 from chanctx.tools._outputs import ChannelContextOutput, ContextRow
-from chanctx.tools._search import Hit, Search, search
+from chanctx.tools._ranking import Hit, Search
+from chanctx.tools._search import search
 from chanctx.tools._view import SearchableView
 
 __all__ = ["PER_THREAD", "minute", "run_channel_context"]
