@@ -13,15 +13,6 @@ from chanctx.context.errors import RecipeError
 from pydantic import PlainValidator
 from pydantic_core import PydanticCustomError
 
-SOURCE_TYPES: Final = (
-    "file",
-    "computed_file",
-    "journal",
-    "channel_snapshot",
-    "thread_context",
-    "playbook",
-)
-
 __all__ = [
     "DEFAULT_TIMEOUT_MS",
     "SOURCE_TYPES",
@@ -35,6 +26,16 @@ __all__ = [
     "Template",
     "expand",
 ]
+
+SOURCE_TYPES: Final = (
+    "file",
+    "computed_file",
+    "journal",
+    "channel_snapshot",
+    "thread_context",
+    "playbook",
+)
+
 VARIABLES: Final = ("AGENT_HOME", "CWD")
 DEFAULT_TIMEOUT_MS: Final = 30_000
 
