@@ -41,7 +41,7 @@ from pathlib import Path
 
 from chanctx.context import FileRef, Message, Names
 from chanctx.tools import ChannelTools, HistoryView, IndexedHistory, Ranking, read_context_output
-from chanctx.tools._search import ORIGINAL
+from chanctx.tools._ranking import ORIGINAL
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
 from bench._data import benchdata

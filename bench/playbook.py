@@ -28,17 +28,8 @@ from typing import Any
 from chanctx.bot.core.built_context import ContextSettings
 from chanctx.bot.replay.fixture import Fixture
 from chanctx.bot.replay.runner import ReplayOptions, replay
-from chanctx.fixtures.build_small import (
-    ANA,
-    DEV,
-    KIM,
-    MENTION,
-    SAM,
-    Stream,
-    answer_ts,
-    react,
-    slack_api_state,
-)
+from chanctx.fixtures._channel_knowledge import answer_ts, react
+from chanctx.fixtures._slack_events import ANA, DEV, KIM, MENTION, SAM, Stream, slack_api_state
 
 from bench._results import write_section
 

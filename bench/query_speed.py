@@ -26,8 +26,8 @@ from chanctx.bot.server.queries import QueryBody, run_query
 from chanctx.bot.server.query_api import query_routes
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.context import default_counter
-from chanctx.context._render import text_of
 from chanctx.context.budget import Chunk, optimize
+from chanctx.context.render import text_of
 from chanctx.tools._index import document_terms
 from chanctx.tools._indexed import IndexedHistory
 from chanctx.tools._keywords import keywords

@@ -33,12 +33,13 @@ from typing import Any
 import numpy as np
 from chanctx.cache import ts_key
 from chanctx.context import FileRef, Message, Names
-from chanctx.context._render import text_of
+from chanctx.context.render import text_of
 from chanctx.tools import ChannelTools, HistoryView
 from chanctx.tools._index import ChannelIndex, document_terms
 from chanctx.tools._indexed import IndexedHistory
 from chanctx.tools._keywords import keywords
-from chanctx.tools._search import Ranking, search
+from chanctx.tools._ranking import Ranking
+from chanctx.tools._search import search
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
 from bench._results import write_section

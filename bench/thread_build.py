@@ -23,8 +23,8 @@ from chanctx.context import (
     iso_from_ts,
     wire_json,
 )
-from chanctx.context._render import author_of, media_of, text_of
 from chanctx.context._wire import ThreadReply, ThreadRoot, Truncation
+from chanctx.context.render import author_of, media_of, text_of
 
 from bench._results import write_section
 

@@ -15,12 +15,12 @@ the workspace's Slack budget.
 from __future__ import annotations
 
 from chanctx.cache._clock import Clock, FakeClock
-from chanctx.cache._history import ChannelHistory, ts_key
+from chanctx.cache._history import ChannelHistory
 from chanctx.cache._media import DEFAULT_MEDIA_CACHE_BYTES, CachedMedia, MediaContentCache
-from chanctx.cache._rate_limit import Limiter, RateLimited, RateLimiter
-from chanctx.cache._redis_rate_limit import RedisRateLimiter
 from chanctx.cache._thread_replies import CachedThread, ThreadFetcher, ThreadReplyCache
 from chanctx.cache._thread_starters import MessageFetcher, ThreadStarterCache
+from chanctx.cache._ts_keys import ts_key
+from chanctx.cache.rate_limit import Limiter, RateLimited, RateLimiter, RedisRateLimiter
 
 __all__ = [
     "DEFAULT_MEDIA_CACHE_BYTES",

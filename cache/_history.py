@@ -17,273 +17,23 @@ count right both for live events and for a backfill of replies the snapshot alre
 
 from __future__ import annotations
 
-import sys
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from itertools import islice
-from typing import Any
 
+from chanctx.cache._channel import Channel, insort_unique
+from chanctx.cache._message_updates import edited, merge_root, tombstone, with_new_reply
+from chanctx.cache._ts_keys import raw_ts_key, ts_key
 from chanctx.context import FileRef, Message, Reaction
-from chanctx.context._time import validate_ts
 
-__all__ = ["ChannelHistory", "ts_key"]
-
-_SCALE = 10**9  # a Slack ts has at most 9 fractional digits (validate_ts)
-# What one stored message costs beyond its text, all-in: the message, its ts, the history's
-# and the search index's share (bench/RESULTS.md "Memory per message and intake": about 1,000
-# bytes of RSS per message at the default bounds, a ~120-byte text included). A file reference
-# or a reaction adds a model of its own.
-_MESSAGE_OVERHEAD = 900
-_PART_OVERHEAD = 300
-
-
-def message_bytes(msg: Message) -> int:
-    """About how many bytes ``msg`` holds in memory: what the byte bound counts."""
-    size = _MESSAGE_OVERHEAD + sys.getsizeof(msg.text)
-    for ref in msg.files:
-        size += _PART_OVERHEAD + sum(
-            len(part or "") for part in (ref.filename, ref.title, ref.download_url)
-        )
-    for reaction in msg.reactions:
-        size += _PART_OVERHEAD + 16 * len(reaction.users)
-    return size + 16 * len(msg.reply_users)
-
-
-def ts_key(ts: str) -> int:
-    """The exact sort key of a Slack ts: nanoseconds as an int. InvalidTimestamp if malformed."""
-    return raw_ts_key(validate_ts(ts))
-
-
-def raw_ts_key(ts: str) -> int:
-    # For ts already validated (every Message field is): skip the regex.
-    whole, _, frac = ts.partition(".")
-    return int(whole) * _SCALE + int(frac.ljust(9, "0"))
-
-
-def _latest(replies: Iterable[Message]) -> str | None:
-    best: str | None = None
-    best_key = -1
-    for reply in replies:
-        key = raw_ts_key(reply.ts)
-        if key > best_key:
-            best, best_key = reply.ts, key
-    return best
-
-
-def _ordered_users(replies: Iterable[Message]) -> list[str]:
-    users: list[str] = []
-    for reply in replies:
-        if reply.user_id and reply.user_id not in users:
-            users.append(reply.user_id)
-    return users
-
-
-def _meta_rank(msg: Message) -> tuple[int, int]:
-    latest = -1 if msg.latest_reply is None else raw_ts_key(msg.latest_reply)
-    return latest, msg.reply_count
-
-
-def with_new_reply(root: Message, reply: Message, known: int) -> Message:
-    """``root`` after a new ``reply`` arrived; ``known`` counts the known replies, it included."""
-    latest = root.latest_reply
-    if latest is None or raw_ts_key(reply.ts) > raw_ts_key(latest):
-        count = max(root.reply_count + 1, known)
-        latest = reply.ts
-    else:  # older than the snapshot's latest reply: the platform already counted it
-        count = max(root.reply_count, known)
-    users = root.reply_users
-    if reply.user_id and reply.user_id not in users:
-        users = (*users, reply.user_id)
-    return root.model_copy(
-        update={
-            "reply_count": count,
-            "latest_reply": latest,
-            "reply_users": users,
-            "thread_ts": root.ts,
-        }
-    )
-
-
-def merge_root(new: Message, old: Message | None, known: Sequence[Message]) -> Message:
-    """A root (re)recorded: the fresher thread metadata of ``new``/``old``, plus ``known`` replies.
-
-    An event copy of a root usually carries no thread metadata, so it must not wipe the count we
-    kept current; a platform snapshot with a newer ``latest_reply`` wins over ours.
-    """
-    if old is None and not known:
-        return new
-    base = new
-    if old is not None and not old.is_reply and _meta_rank(old) > _meta_rank(new):
-        base = old
-    count = max(base.reply_count, len(known))
-    latest = base.latest_reply
-    users = list(base.reply_users)
-    for reply in known:
-        if latest is None or raw_ts_key(reply.ts) > raw_ts_key(latest):
-            latest = reply.ts
-        if reply.user_id and reply.user_id not in users:
-            users.append(reply.user_id)
-    meta = (count, latest, tuple(users))
-    if meta == (new.reply_count, new.latest_reply, new.reply_users):
-        return new
-    update: dict[str, Any] = {"reply_count": count, "latest_reply": latest, "reply_users": meta[2]}
-    if count and new.thread_ts is None:
-        update["thread_ts"] = new.ts
-    return new.model_copy(update=update)
-
-
-def without_reply(root: Message, gone: Message, remaining: Sequence[Message]) -> Message:
-    """``root`` after its reply ``gone`` was deleted; ``remaining`` are the replies still known."""
-    count = max(root.reply_count - 1, len(remaining))
-    latest = root.latest_reply
-    users = root.reply_users
-    if count == len(remaining):  # every reply is known: recompute exactly
-        latest = _latest(remaining)
-        present = _ordered_users(remaining)
-        users = tuple(u for u in root.reply_users if u in present) + tuple(
-            u for u in present if u not in root.reply_users
-        )
-    elif latest is not None and raw_ts_key(latest) == raw_ts_key(gone.ts) and remaining:
-        latest = _latest(remaining)  # best known; some replies were never seen
-    return root.model_copy(
-        update={"reply_count": count, "latest_reply": latest, "reply_users": users}
-    )
-
-
-def tombstone(root: Message) -> Message:
-    """What Slack shows for a deleted root whose thread lives on."""
-    return root.model_copy(update={"deleted": True, "text": "", "files": (), "reactions": ()})
-
-
-def edited(
-    msg: Message, text: str, edited_ts: str | None, files: Sequence[FileRef] | None
-) -> Message:
-    update: dict[str, Any] = {"text": text}
-    if edited_ts is not None:
-        update["edited_ts"] = validate_ts(edited_ts)
-    if files is not None:
-        update["files"] = tuple(files)
-    return msg.model_copy(update=update)
-
-
-def _insort_unique(keys: list[int], key: int) -> bool:
-    """Insert ``key`` into the sorted ``keys``; False if it was already there."""
-    if not keys or key > keys[-1]:
-        keys.append(key)
-        return True
-    index = bisect_left(keys, key)
-    if keys[index] == key:
-        return False
-    keys.insert(index, key)
-    return True
-
-
-def _remove_sorted(keys: list[int], key: int) -> bool:
-    index = bisect_left(keys, key)
-    if index < len(keys) and keys[index] == key:
-        del keys[index]
-        return True
-    return False
+__all__ = ["ChannelHistory", "check_positive_int"]
 
 
 def check_positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return value
-
-
-@dataclass(slots=True)
-class _Channel:
-    """One channel's messages. ``keys[head:]`` is the sorted key list of ``messages``.
-
-    Evicting the oldest only advances ``head`` (the dead prefix is cut off in bulk), so an
-    in-order ``record`` at the bound is an append plus an O(1) eviction, not a list shift.
-    """
-
-    messages: dict[int, Message] = field(default_factory=dict)
-    keys: list[int] = field(default_factory=list)
-    head: int = 0
-    # root key -> sorted keys of the known replies of that thread (the root may be unknown)
-    threads: dict[int, list[int]] = field(default_factory=dict)
-    bytes: int = 0  # message_bytes of everything in ``messages``: every write goes via put/take
-
-    def put(self, key: int, msg: Message) -> None:
-        old = self.messages.get(key)
-        if old is not None:
-            self.bytes -= message_bytes(old)
-        self.messages[key] = msg
-        self.bytes += message_bytes(msg)
-
-    def take(self, key: int) -> Message:
-        gone = self.messages.pop(key)
-        self.bytes -= message_bytes(gone)
-        return gone
-
-    def insert_key(self, key: int) -> None:
-        keys = self.keys
-        if len(keys) == self.head or key > keys[-1]:
-            keys.append(key)
-        else:
-            keys.insert(bisect_left(keys, key, self.head), key)
-
-    def remove_key(self, key: int) -> None:
-        index = bisect_left(self.keys, key, self.head)
-        if index == self.head:
-            self.head += 1
-            self._compact()
-        else:
-            del self.keys[index]
-
-    def pop_oldest(self) -> Message:
-        key = self.keys[self.head]
-        self.head += 1
-        self._compact()
-        gone = self.take(key)
-        if gone.is_reply:
-            self._unlink_reply(gone, key)
-        return gone
-
-    def known_replies(self, root_key: int) -> list[Message]:
-        return [self.messages[k] for k in self.threads.get(root_key, ())]
-
-    def _unlink_reply(self, reply: Message, key: int) -> list[int] | None:
-        """Drop ``reply`` from its thread index; return its remaining siblings (None: not there)."""
-        assert reply.thread_ts is not None
-        root_key = raw_ts_key(reply.thread_ts)
-        siblings = self.threads.get(root_key)
-        if siblings is None or not _remove_sorted(siblings, key):
-            return None
-        if not siblings:
-            del self.threads[root_key]
-        return siblings
-
-    def detach_reply(self, reply: Message, key: int) -> None:
-        """``reply`` was deleted (or moved): update its root's thread metadata."""
-        siblings = self._unlink_reply(reply, key)
-        if siblings is None:
-            return
-        assert reply.thread_ts is not None
-        root_key = raw_ts_key(reply.thread_ts)
-        root = self.messages.get(root_key)
-        if root is None or root.is_reply:
-            return
-        remaining = [self.messages[k] for k in siblings]
-        updated = without_reply(root, reply, remaining)
-        if updated.deleted and updated.reply_count == 0 and not remaining:
-            self.take(root_key)  # a tombstone with no thread left: Slack drops it too
-            self.remove_key(root_key)
-        else:
-            self.put(root_key, updated)
-
-    def _compact(self) -> None:
-        if self.head == len(self.keys):
-            self.keys.clear()
-            self.head = 0
-        elif self.head >= 1024 and self.head * 2 >= len(self.keys):
-            del self.keys[: self.head]
-            self.head = 0
 
 
 class ChannelHistory:
@@ -310,7 +60,7 @@ class ChannelHistory:
         )
         self._max_channels = check_positive_int("max_channels", max_channels)
         self._max_bytes = check_positive_int("max_bytes", max_bytes)
-        self._channels: OrderedDict[str, _Channel] = OrderedDict()
+        self._channels: OrderedDict[str, Channel] = OrderedDict()
         self._bytes = 0
 
     @property
@@ -352,7 +102,7 @@ class ChannelHistory:
             root_key = raw_ts_key(msg.thread_ts)
             touched.append(root_key)
             siblings = ch.threads.setdefault(root_key, [])
-            is_new = _insort_unique(siblings, key)
+            is_new = insort_unique(siblings, key)
             root = ch.messages.get(root_key)
             if root is not None and msg.thread_ts is not root.ts and msg.thread_ts == root.ts:
                 # One string for a thread's ts, held by its root and all its replies, instead
@@ -547,19 +297,19 @@ class ChannelHistory:
 
     # -- internals --------------------------------------------------------------------------
 
-    def _channel(self, channel: str, *, create: bool = False) -> _Channel | None:
+    def _channel(self, channel: str, *, create: bool = False) -> Channel | None:
         ch = self._channels.get(channel)
         if ch is not None:
             self._channels.move_to_end(channel)
             return ch
         if not create:
             return None
-        ch = self._channels[channel] = _Channel()
+        ch = self._channels[channel] = Channel()
         while len(self._channels) > self._max_channels:
             self._bytes -= self._channels.popitem(last=False)[1].bytes
         return ch
 
-    def _grew(self, ch: _Channel, before: int, *, keep: int) -> None:
+    def _grew(self, ch: Channel, before: int, *, keep: int) -> None:
         """Count a write to ``ch`` (the most recently used channel); then, over the byte
         bound, evict the oldest messages of the least recently used channels (``ch`` last,
         and never its message ``keep``)."""
@@ -586,7 +336,7 @@ class ChannelHistory:
         """Messages of ``channel`` (not the one being written) were evicted by the byte bound,
         or the whole channel was. A hook for subclasses that mirror the history."""
 
-    def _recorded(self, channel: str, ch: _Channel, keys: Sequence[int]) -> None:
+    def _recorded(self, channel: str, ch: Channel, keys: Sequence[int]) -> None:
         """``record`` wrote the messages at ``keys`` of ``channel`` (the message, and the roots
         whose thread it joined or left; ``keys[0]`` is the history's own key object for a new
         message). A hook for subclasses that mirror the history."""
@@ -605,7 +355,7 @@ class ChannelHistory:
         index = bisect_left(ch.keys, key, ch.head)
         return ch.keys[index] if index < len(ch.keys) and ch.keys[index] == key else None
 
-    def _lookup(self, channel: str, ts: str) -> tuple[_Channel | None, int, Message | None]:
+    def _lookup(self, channel: str, ts: str) -> tuple[Channel | None, int, Message | None]:
         key = ts_key(ts)
         ch = self._channel(channel)
         if ch is None:

@@ -1,4 +1,4 @@
-"""MediaContentCache: downloaded file bytes kept in memory, bounded by their total size (seed 003).
+"""MediaContentCache: downloaded file bytes kept in memory, bounded by their total size.
 
 Slack files are immutable once uploaded, so an entry never goes stale: the only reason to drop
 one is room. Eviction is least-recently-used; the bound is on *bytes*, not entries, because one
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 __all__ = ["DEFAULT_MEDIA_CACHE_BYTES", "CachedMedia", "MediaContentCache"]
 
-DEFAULT_MEDIA_CACHE_BYTES = 50 * 1024 * 1024  # seed 003: "max ~50MB total size"
+DEFAULT_MEDIA_CACHE_BYTES = 50 * 1024 * 1024  # 50 MB: a few hundred screenshots
 
 
 @dataclass(frozen=True, slots=True)

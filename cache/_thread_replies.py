@@ -15,16 +15,15 @@ from typing import Protocol
 
 from cachetools import Cache, TTLCache
 from chanctx.cache._clock import Clock, check_ttl
-from chanctx.cache._history import (
-    check_positive_int,
+from chanctx.cache._history import check_positive_int
+from chanctx.cache._message_updates import (
     edited,
     merge_root,
-    raw_ts_key,
     tombstone,
-    ts_key,
     with_new_reply,
     without_reply,
 )
+from chanctx.cache._ts_keys import raw_ts_key, ts_key
 from chanctx.context import Message
 
 __all__ = ["CachedThread", "ThreadFetcher", "ThreadReplyCache"]

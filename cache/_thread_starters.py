@@ -13,14 +13,9 @@ from typing import Protocol
 
 from cachetools import Cache, TTLCache
 from chanctx.cache._clock import Clock, check_ttl
-from chanctx.cache._history import (
-    check_positive_int,
-    edited,
-    merge_root,
-    tombstone,
-    ts_key,
-    with_new_reply,
-)
+from chanctx.cache._history import check_positive_int
+from chanctx.cache._message_updates import edited, merge_root, tombstone, with_new_reply
+from chanctx.cache._ts_keys import ts_key
 from chanctx.context import Message
 
 __all__ = ["MessageFetcher", "ThreadStarterCache"]

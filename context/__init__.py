@@ -5,9 +5,7 @@ Nothing in this package does I/O or knows Slack's payloads or the Anthropic SDK.
 
 from __future__ import annotations
 
-from chanctx.context._errors import BudgetError, ChanctxError, InvalidTimestamp, RecipeError
 from chanctx.context._message import FileRef, Message, Reaction
-from chanctx.context._render import Names
 from chanctx.context._slack_text import render_slack_text
 from chanctx.context._snapshot import (
     DEFAULT_ADJACENT_WINDOW,
@@ -16,7 +14,6 @@ from chanctx.context._snapshot import (
     reaction_labels,
 )
 from chanctx.context._thread import DEFAULT_THREAD_BUDGET, build_thread_context
-from chanctx.context._time import iso_from_ts
 from chanctx.context._truncate import snippet, truncate_at_sentence
 from chanctx.context._wire import (
     AdjacentMessage,
@@ -32,6 +29,7 @@ from chanctx.context._wire import (
     Truncation,
     wire_json,
 )
+from chanctx.context.errors import BudgetError, ChanctxError, InvalidTimestamp, RecipeError
 from chanctx.context.recipe import (
     ChannelSnapshotSource,
     ComputedCache,
@@ -51,6 +49,8 @@ from chanctx.context.recipe import (
     fit_sources,
     parse_recipe,
 )
+from chanctx.context.render import Names
+from chanctx.context.timestamps import iso_from_ts
 from chanctx.context.tokens import TokenCounter, default_counter
 
 __all__ = [

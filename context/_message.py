@@ -20,7 +20,7 @@ import sys
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Final, Required
 
-from chanctx.context._time import validate_ts
+from chanctx.context.timestamps import validate_ts
 from pydantic import (
     AfterValidator,
     BaseModel,

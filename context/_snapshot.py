@@ -6,8 +6,6 @@ import bisect
 from collections.abc import Callable, Iterator, Sequence
 
 from chanctx.context._message import Message
-from chanctx.context._render import Names, author_of, media_of, text_of
-from chanctx.context._time import iso_from_ts, seconds_from_ts
 from chanctx.context._truncate import snippet
 from chanctx.context._wire import (
     AdjacentMessage,
@@ -18,6 +16,8 @@ from chanctx.context._wire import (
     wire_json,
 )
 from chanctx.context.budget import Chunk, pack
+from chanctx.context.render import Names, author_of, media_of, text_of
+from chanctx.context.timestamps import iso_from_ts, seconds_from_ts
 from chanctx.context.tokens import TokenCounter, default_counter
 
 __all__ = [

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from chanctx.context._message import Message
-from chanctx.context._render import Names, author_of, media_of, text_of
-from chanctx.context._time import iso_from_ts
 from chanctx.context._wire import ThreadContext, ThreadReply, ThreadRoot, Truncation, wire_json
 from chanctx.context.budget import Chunk, pack
+from chanctx.context.render import Names, author_of, media_of, text_of
+from chanctx.context.timestamps import iso_from_ts
 from chanctx.context.tokens import TokenCounter, default_counter
 
 __all__ = ["DEFAULT_THREAD_BUDGET", "build_thread_context"]

@@ -1,4 +1,5 @@
-"""Seed 003's wire models: the JSON Claude reads, field for field.
+"""The wire models: the JSON Claude reads, field for field (ChannelSnapshot, ThreadContext and
+the parts they share); their field names are a contract with the system prompt and the tools.
 
 Every ``ts`` here is ISO 8601 UTC; every ``message_id`` / ``thread_id`` is the platform's
 message id (the Slack ts). ``wire_json`` is the one serialization that is both sent and

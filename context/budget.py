@@ -1,4 +1,4 @@
-"""Token budgeting, factored out (seed 003) with seed 001's optimizer rules.
+"""Token budgeting: which chunks of text fit a budget, shared by every context chanctx builds.
 
 Rules, in order of precedence:
 1. Pinned chunks come before unpinned ones.
@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from chanctx.context._errors import BudgetError
 from chanctx.context._truncate import truncate_at_sentence
+from chanctx.context.errors import BudgetError
 
 __all__ = ["Chunk", "Packed", "Packing", "optimize", "pack"]
 

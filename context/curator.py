@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from typing import Final
 
 from chanctx.context._message import Message
-from chanctx.context._render import Names, text_of
 from chanctx.context.playbook import MAX_CONTENT, BulletSource, Delta, Section
+from chanctx.context.render import Names, text_of
 
 __all__ = ["offline_deltas", "statements"]
 

@@ -1,12 +1,12 @@
-"""A channel's playbook (seed 002, ACE): what the channel has learned, as bullets that grow by
-deltas and are refined in budget, never rewritten or summarised.
+"""A channel's playbook: what the channel has learned, as bullets that grow by deltas and are
+refined in budget, never rewritten or summarised.
 
 A bullet reads ``[owners-00001] helpful=2 harmful=0 :: Kim owns payments-api.`` and lives in a
 section. Its id (``<section slug>-<5 digits>``, one counter per section) never changes: a merge
 keeps the older bullet's id and folds the newer one into it (provenance joined, counters
 summed); the absorbed id becomes an alias, so a vote on it still lands.
 
-States (seed 004's hygiene):
+States (so that a wrong or stale bullet stops reaching the model, and nothing is lost):
 
 * ``unverified``: proposed by a curator (a model or the offline rules); sent labelled as such.
 * ``verified``: a person marked an answer that used it helpful.

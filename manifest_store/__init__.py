@@ -1,5 +1,5 @@
 """The durable session log (one append-only JSONL file per Slack thread's Claude session), the
-attachment manifest persisted in it (seed 003), and compaction of a session near its window.
+attachment manifest persisted in it, and compaction of a session near its window.
 
 Pure of Slack and of the Anthropic SDK: messages are plain Messages API dicts, and the only
 chanctx import is ``context``.
@@ -25,16 +25,7 @@ from chanctx.manifest_store._errors import (
     StoreUnavailable,
     TurnTakenOver,
 )
-from chanctx.manifest_store._feedback import (
-    FEEDBACK_FILE,
-    HARMFUL,
-    HELPFUL,
-    FeedbackStore,
-    Vote,
-    verdict_of,
-)
 from chanctx.manifest_store._keys import SessionKey
-from chanctx.manifest_store._log import SessionLog, SessionStore
 from chanctx.manifest_store._manifest import (
     MANIFEST_VERSION,
     AttachmentManifest,
@@ -42,15 +33,46 @@ from chanctx.manifest_store._manifest import (
     content_hash,
     reattach_preamble,
 )
-from chanctx.manifest_store._playbook import PLAYBOOK_DIR, LocalPlaybookStore, PlaybookStore
 from chanctx.manifest_store._rebuild import SessionState, rebuild
-from chanctx.manifest_store._redis import check_team, guarded, is_outage, namespace
-from chanctx.manifest_store._redis_feedback import RedisFeedbackStore
-from chanctx.manifest_store._redis_playbook import RedisPlaybookStore
-from chanctx.manifest_store._redis_sessions import RedisSessionLog, RedisSessionStore
-from chanctx.manifest_store._redis_turns import QueuedTurn, RedisTurnStore
-from chanctx.manifest_store._stores import AppendLog, SessionLogs
-from chanctx.manifest_store._turns import OutboxEntry, PendingTurn, TurnJournal, TurnStore
+from chanctx.manifest_store.feedback import (
+    FEEDBACK_FILE,
+    HARMFUL,
+    HELPFUL,
+    FeedbackStore,
+    LocalFeedbackStore,
+    RedisFeedbackStore,
+    Vote,
+    verdict_of,
+)
+from chanctx.manifest_store.playbook import (
+    PLAYBOOK_DIR,
+    LocalPlaybookStore,
+    PlaybookStore,
+    RedisPlaybookStore,
+)
+from chanctx.manifest_store.redis_connection import (
+    check_team,
+    connect,
+    guarded,
+    is_outage,
+    namespace,
+)
+from chanctx.manifest_store.sessions import (
+    AppendLog,
+    RedisSessionLog,
+    RedisSessionStore,
+    SessionLog,
+    SessionLogs,
+    SessionStore,
+)
+from chanctx.manifest_store.turns import (
+    OutboxEntry,
+    PendingTurn,
+    QueuedTurn,
+    RedisTurnStore,
+    TurnJournal,
+    TurnStore,
+)
 
 __all__ = [
     "ATTACHMENT_MANIFEST",
@@ -71,6 +93,7 @@ __all__ = [
     "Entry",
     "FeedbackStore",
     "InvalidSessionKey",
+    "LocalFeedbackStore",
     "LocalPlaybookStore",
     "MessageEntry",
     "MessageParam",
@@ -97,6 +120,7 @@ __all__ = [
     "TurnTakenOver",
     "Vote",
     "check_team",
+    "connect",
     "content_hash",
     "guarded",
     "is_outage",

@@ -1,6 +1,6 @@
 """Compaction: when a session nears its context window, replace old turns by a digest.
 
-Two strategies (seed 004's "compress"): ``trim`` is deterministic and local; ``summarize`` asks
+Two strategies: ``trim`` is deterministic and local; ``summarize`` asks
 Claude for the digest -- this module only builds that request (``summarize_request``) and wraps
 the answer (``TrimResult.summarized``); the call itself belongs to the caller.
 """

@@ -21,7 +21,7 @@ __all__ = [
     "parse_entry",
 ]
 
-# custom_type of seed 003's attachment manifest (data: the manifest, latest wins).
+# custom_type of the attachment manifest (data: the manifest, latest wins).
 ATTACHMENT_MANIFEST: Final = "chanctx:attachment-manifest"
 # custom_type recorded when a turn's user message carries the context package (data: {"turn": n}).
 CONTEXT_ATTACHED: Final = "chanctx:context-attached"

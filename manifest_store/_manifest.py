@@ -1,4 +1,4 @@
-"""The attachment manifest (seed 003, "Attachment Manifest"): every file whose bytes a session
+"""The attachment manifest: every file whose bytes a session
 has already sent to Claude, so a later turn sends a short text reference instead of paying for
 the same image again (users saw every thread image re-sent on every turn).
 
@@ -47,7 +47,7 @@ def content_hash(data: bytes) -> str:
 
 
 def reattach_preamble(count: int) -> str:
-    """The text block that precedes media re-attached after a compaction (seed 003 wording)."""
+    """The text block that precedes media re-attached after a compaction (the model reads it)."""
     return f"[Post-compaction context recovery: re-attaching {count} media items from this thread]"
 
 

@@ -55,7 +55,7 @@ class SessionState:
 
     @property
     def post_compaction(self) -> bool:
-        """No turn yet since the last compaction: time for seed 003's media re-attachment."""
+        """No turn yet since the last compaction: time to re-attach the thread's media."""
         return self.last_compaction_turn is not None and self.turn == self.last_compaction_turn
 
 

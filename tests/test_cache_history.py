@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from chanctx.cache import ChannelHistory, ts_key
-from chanctx.cache._history import message_bytes
+from chanctx.cache._channel import message_bytes
 from chanctx.context import FileRef, InvalidTimestamp, Message, Reaction
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -18,7 +18,7 @@ from chanctx.bot.core.built_context import BuiltContext
 from chanctx.bot.core.runtime import turn_id
 from chanctx.bot.core.turns import Answer, Turn
 from chanctx.bot.replay.offline import OfflineBot
-from chanctx.manifest_store import FEEDBACK_FILE, FeedbackStore
+from chanctx.manifest_store import FEEDBACK_FILE, LocalFeedbackStore
 
 from .slack_events import (
     BOT_USER,
@@ -92,7 +92,7 @@ def test_votes_survive_a_restart_and_a_damaged_line_is_skipped(
     path = tmp_path / FEEDBACK_FILE
     path.write_text(path.read_text() + '{"op": "vote", "turn": \n')  # a torn last line
     with caplog.at_level(logging.WARNING):
-        store = FeedbackStore(tmp_path)
+        store = LocalFeedbackStore(tmp_path)
     assert store.tally(turn) == {"helpful": 0, "harmful": 1}
     assert store.turn_of(CHANNEL, answer_ts) == turn
     store.close()
@@ -151,7 +151,7 @@ def test_a_click_that_names_no_answer_of_ours_or_is_malformed_counts_nothing(
 
 
 def test_the_file_is_compacted_to_what_is_remembered_and_reloads_the_same(tmp_path: Path) -> None:
-    store = FeedbackStore(tmp_path, max_answers=100)
+    store = LocalFeedbackStore(tmp_path, max_answers=100)
     for n in range(3_000):
         store.record_answer(CHANNEL, f"1700000000.{n:06d}", f"{CHANNEL}:{n}")
         store.record_reaction(CHANNEL, f"1700000000.{n:06d}", "U2", "+1", added=True)
@@ -161,7 +161,7 @@ def test_the_file_is_compacted_to_what_is_remembered_and_reloads_the_same(tmp_pa
     # 9,000 lines were appended; 100 answers with 2 votes each are live; rewrites keep the
     # file within four times the live lines (or the 256-line floor).
     assert len(lines) <= 4 * 300 + 1
-    again = FeedbackStore(tmp_path, max_answers=100)
+    again = LocalFeedbackStore(tmp_path, max_answers=100)
     for n in range(2_900, 3_000):  # the newest 100 are all there, votes and all
         assert again.turn_of(CHANNEL, f"1700000000.{n:06d}") == f"{CHANNEL}:{n}"
         helpful = 2 if n % 2 == 0 else 1
@@ -173,8 +173,8 @@ def test_the_file_is_compacted_to_what_is_remembered_and_reloads_the_same(tmp_pa
 _FEEDBACK_WRITER = """
 import sys
 from pathlib import Path
-from chanctx.manifest_store import FeedbackStore
-store = FeedbackStore(Path(sys.argv[1]), max_answers=50)
+from chanctx.manifest_store import LocalFeedbackStore
+store = LocalFeedbackStore(Path(sys.argv[1]), max_answers=50)
 for n in range(1_000_000):
     store.record_answer("C0TEAM", f"1700000000.{n:06d}", f"C0TEAM:{n}")
     store.record_reaction("C0TEAM", f"1700000000.{n:06d}", "U2", "x", added=True)
@@ -197,7 +197,7 @@ def test_a_kill_9_during_compactions_loses_no_remembered_vote(tmp_path: Path) ->
     writer.wait()
     writer.stdout.close()
     assert acknowledged >= 2_000
-    store = FeedbackStore(tmp_path, max_answers=50)
+    store = LocalFeedbackStore(tmp_path, max_answers=50)
     for n in range(acknowledged - 49, acknowledged + 1):
         assert store.tally(f"C0TEAM:{n}") == {"helpful": 0, "harmful": 1}, n
     store.close()

@@ -21,6 +21,7 @@ from chanctx.bot.replay.fake_slack import FakeSlackAPI
 from chanctx.bot.replay.fixture import load_fixture
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.replay.runner import ReplayOptions, replay
+from chanctx.fixtures._old_threads import OLD_THREAD, OLDER_CHANNEL
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
@@ -185,7 +186,7 @@ def test_dm_edit_reaches_the_later_context() -> None:
 
 # --- cold_thread/ ------------------------------------------------------------------------
 
-OLD_REPLIES = [text for _, _, text in BUILD.OLD_THREAD]
+OLD_REPLIES = [text for _, _, text in OLD_THREAD]
 OLD_PAGES = math.ceil((1 + len(OLD_REPLIES) + 1) / PAGE)  # root + old replies + the mention
 
 
@@ -224,7 +225,7 @@ def test_cold_thread_first_mention_answers_with_what_a_minute_fetched_and_says_s
     assert "could not be fetched yet" in note and "later answers fetch the rest" in note
     # ... and the older channel messages come from that one conversations.history.
     adjacent = snapshot_texts(first)[1:]
-    for _, _, text in BUILD.OLDER_CHANNEL:
+    for _, _, text in OLDER_CHANNEL:
         assert text in adjacent
 
 

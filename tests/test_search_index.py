@@ -27,7 +27,7 @@ from chanctx.bot.launch.options import SettingsError, resolve_options
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.cache import ChannelHistory, ts_key
 from chanctx.context import FileRef, Message, Names
-from chanctx.context._render import author_of, text_of
+from chanctx.context.render import author_of, text_of
 from chanctx.tools import (
     ChannelTools,
     ChannelView,
@@ -38,7 +38,8 @@ from chanctx.tools import (
     ThreadLookup,
 )
 from chanctx.tools._bm25 import BM25Index
-from chanctx.tools._index import ChannelIndex, SortedKeys, ThreadStats, document_terms
+from chanctx.tools._columns import SortedKeys
+from chanctx.tools._index import ChannelIndex, ThreadStats, document_terms
 from chanctx.tools._porter import porter_stem
 from chanctx.tools._search import periods
 from hypothesis import given, settings

@@ -14,7 +14,7 @@ from chanctx.context import (
     reaction_labels,
     wire_json,
 )
-from chanctx.context._render import text_of
+from chanctx.context.render import text_of
 from hypothesis import given
 from hypothesis import strategies as st
 

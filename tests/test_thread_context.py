@@ -11,8 +11,8 @@ from chanctx.context import (
     iso_from_ts,
     wire_json,
 )
-from chanctx.context._render import text_of
 from chanctx.context._truncate import sentence_boundaries
+from chanctx.context.render import text_of
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -13,7 +13,8 @@ from chanctx import tools
 from chanctx.cache import ChannelHistory
 from chanctx.context import FileRef, Message, Names
 from chanctx.tools import ChannelTools, ChannelView, HistoryView, ToolResult, read_context_output
-from chanctx.tools._search import Hit, search
+from chanctx.tools._ranking import Hit
+from chanctx.tools._search import search
 
 T0 = 1_781_020_800  # 2026-06-09T16:00:00Z
 C1, C2 = "C1CHECKOUT", "C2PEOPLEOPS"

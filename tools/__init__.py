@@ -1,9 +1,10 @@
 """Claude's channel tools, ``channel_context`` (search) and ``channel_messages`` (fetch).
 
 Both are bound to one channel when a :class:`ChannelTools` is created over a
-:class:`ChannelView`; no tool argument can reach another channel (seed 003: scoping is
-structural). ``bot/`` implements ChannelView over its caches; :class:`HistoryView` serves a
-``cache.ChannelHistory`` directly, for tests and offline use.
+:class:`ChannelView`; no tool argument can reach another channel (scoping is structural: no
+code path leads from an argument to another channel's data). ``bot/`` implements ChannelView
+over its caches; :class:`HistoryView` serves a ``cache.ChannelHistory`` directly, for tests and
+offline use.
 
 ``channel_context`` searches a per-channel index kept current as messages arrive
 (:class:`IndexedHistory` feeds it on every write; a view may serve it through the optional
@@ -35,7 +36,7 @@ from chanctx.tools._query import (
     QueryResult,
     query_channel,
 )
-from chanctx.tools._search import Ranking
+from chanctx.tools._ranking import Ranking
 from chanctx.tools._tools import DEFAULT_OUTPUT_BUDGET, MIN_OUTPUT_BUDGET, ChannelTools
 from chanctx.tools._view import ChannelView, HistoryView, SearchableView, ThreadLookup
 

@@ -13,15 +13,16 @@ from datetime import UTC, datetime
 
 from chanctx.cache import ts_key
 from chanctx.context import Message, Names
-from chanctx.context._render import author_of
 from chanctx.context.budget import Chunk
+from chanctx.context.render import author_of
 from chanctx.tools._env import Env, ToolResult
 from chanctx.tools._fit import cut_text, fit_ranked
 from chanctx.tools._index import ThreadStats
 from chanctx.tools._indexed import SearchScope, synced_index
 from chanctx.tools._inputs import ChannelContextInput, parse_since
 from chanctx.tools._outputs import ChannelContextOutput, ContextRow
-from chanctx.tools._search import Hit, Search, search
+from chanctx.tools._ranking import Hit, Search
+from chanctx.tools._search import search
 from chanctx.tools._view import SearchableView
 
 __all__ = ["PER_THREAD", "minute", "run_channel_context"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chanctx.context import Message, Names, TokenCounter
-from chanctx.tools._search import Ranking
+from chanctx.tools._ranking import Ranking
 from chanctx.tools._view import ChannelView
 
 __all__ = ["Env", "ToolResult", "not_found"]

@@ -28,32 +28,24 @@ from __future__ import annotations
 
 import re
 import threading
-from bisect import bisect_left
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from chanctx.cache import ts_key
 from chanctx.context import Message, Names
-from chanctx.context._render import author_of, text_of
+from chanctx.context.render import author_of, text_of
 from chanctx.tools._bm25 import BM25Index
+from chanctx.tools._columns import NONE, Rows, Threads
 from chanctx.tools._keywords import Stemmer, terms
 
-__all__ = ["STATES_CAUSE", "ChannelIndex", "SortedKeys", "ThreadStats", "document_terms"]
+__all__ = ["STATES_CAUSE", "ChannelIndex", "ThreadStats", "document_terms"]
 
 STATES_CAUSE = re.compile(
     r"\b(because|caused|root cause|due to|found it|turns out|the (issue|problem|culprit) "
     r"(is|was)|broke|broken by|regression)\b"
 )
 _CHANNEL_STREAM = -1  # the stream of top-level messages; a thread's stream is its root key
-_NONE = -1
-
-Floats = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.int64]
-Ints32 = npt.NDArray[np.int32]
-Bools = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True)
@@ -98,157 +90,6 @@ def _author_key(message: Message) -> tuple[str, str | None]:
     return (message.user_id or message.bot_id or "", message.author_name)
 
 
-class SortedKeys:
-    """Ascending ints (ts keys) with a cheap removal of the oldest.
-
-    Chat appends at the end and evicts from the front; deleting the front of a 100,000-item
-    list would move every item, so the front only advances ``head`` and the dead prefix is cut
-    off in bulk (as ``cache.ChannelHistory`` does).
-    """
-
-    __slots__ = ("_head", "_keys")
-
-    def __init__(self) -> None:
-        self._keys: list[int] = []
-        self._head = 0
-
-    def __len__(self) -> int:
-        return len(self._keys) - self._head
-
-    def __getitem__(self, position: int) -> int:
-        return self._keys[self._head + position if position >= 0 else position]
-
-    def bisect(self, value: float, key: Callable[[int], float] | None = None) -> int:
-        """The position of the first item >= ``value`` (compared through ``key`` if given)."""
-        return bisect_left(self._keys, value, self._head, key=key) - self._head
-
-    def insert(self, item: int) -> int:
-        """Insert ``item`` unless present; returns its position."""
-        keys = self._keys
-        if len(keys) == self._head or item > keys[-1]:
-            keys.append(item)
-            return len(keys) - 1 - self._head
-        position = bisect_left(keys, item, self._head)
-        if keys[position] != item:
-            keys.insert(position, item)
-        return position - self._head
-
-    def remove(self, item: int) -> bool:
-        """Remove ``item``; False if it was not there."""
-        position = bisect_left(self._keys, item, self._head)
-        if position == len(self._keys) or self._keys[position] != item:
-            return False
-        if position == self._head:
-            self._head += 1
-            self._compact()
-        else:
-            del self._keys[position]
-        return True
-
-    def pop_oldest(self, count: int) -> list[int]:
-        """Remove and return the ``count`` smallest items."""
-        gone = self._keys[self._head : self._head + count]
-        self._head += len(gone)
-        self._compact()
-        return gone
-
-    def _compact(self) -> None:
-        if self._head == len(self._keys):
-            self._keys.clear()
-            self._head = 0
-        elif self._head >= 1024 and 2 * self._head >= len(self._keys):
-            del self._keys[: self._head]
-            self._head = 0
-
-
-def _grown(column: npt.NDArray[Any], used: int, size: int, fill: object) -> npt.NDArray[Any]:
-    """``column``'s first ``used`` cells in a new column of ``size`` cells, the rest ``fill``."""
-    out = np.full(size, fill, dtype=column.dtype)
-    out[:used] = column[:used]
-    return out
-
-
-class Rows:
-    """Per-slot columns (numpy, grown by doubling). Free slots hold the fill values.
-
-    Each column has one extra cell at the end, the sentinel: what slot -1 ("none") reads in a
-    gather, with no links (-1), no thread and ``ts`` = +inf (infinitely far from any message).
-    """
-
-    def __init__(self, capacity: int = 64) -> None:
-        size = capacity + 1
-        self.ts: Floats = np.zeros(size, dtype=np.float64)  # seconds since the epoch
-        self.key: Ints = np.zeros(size, dtype=np.int64)  # cache.ts_key: exact order
-        self.tid: Ints32 = np.full(size, _NONE, dtype=np.int32)  # thread id, or -1
-        self.root: Ints32 = np.full(size, _NONE, dtype=np.int32)  # a reply's root's slot
-        self.author: Ints32 = np.full(size, _NONE, dtype=np.int32)  # author code
-        self.cause: Bools = np.zeros(size, dtype=np.bool_)  # states a cause
-        # the bot's own message, or a question to it (a mention): ranked after people's
-        self.exchange: Bools = np.zeros(size, dtype=np.bool_)
-        self.reply: Bools = np.zeros(size, dtype=np.bool_)  # a thread reply (else top-level)
-        self.prev: Ints32 = np.full(size, _NONE, dtype=np.int32)  # in its conversation
-        self.next: Ints32 = np.full(size, _NONE, dtype=np.int32)
-        self.live: Bools = np.zeros(size, dtype=np.bool_)
-        self.ts[-1] = np.inf
-
-    @property
-    def capacity(self) -> int:
-        return len(self.ts) - 1
-
-    def ensure(self, slot: int) -> None:
-        if slot < self.capacity:
-            return
-        # Grown by a quarter, not doubled: a full channel would otherwise carry up to a spare
-        # column of everything (a million messages: tens of MB).
-        size = max(slot + 1, self.capacity + self.capacity // 4 + 16) + 1
-        used = self.capacity
-        self.ts, self.key = _grown(self.ts, used, size, 0), _grown(self.key, used, size, 0)
-        self.tid = _grown(self.tid, used, size, _NONE)
-        self.root = _grown(self.root, used, size, _NONE)
-        self.author = _grown(self.author, used, size, _NONE)
-        self.cause = _grown(self.cause, used, size, False)
-        self.exchange = _grown(self.exchange, used, size, False)
-        self.reply = _grown(self.reply, used, size, False)
-        self.prev = _grown(self.prev, used, size, _NONE)
-        self.next = _grown(self.next, used, size, _NONE)
-        self.live = _grown(self.live, used, size, False)
-        self.ts[-1] = np.inf
-
-    def clear(self, slot: int) -> None:
-        self.ts[slot], self.key[slot], self.cause[slot] = 0, 0, False
-        self.exchange[slot] = self.reply[slot] = False
-        self.tid[slot] = self.author[slot] = self.prev[slot] = self.next[slot] = _NONE
-        self.root[slot] = _NONE
-        self.live[slot] = False
-
-
-class Threads:
-    """Per-thread columns: the root's slot (or -1), reply count and last reply (0: none), the
-    newest indexed reply's slot (-1: none) and how many replies are indexed."""
-
-    def __init__(self, capacity: int = 64) -> None:
-        self.root: Ints32 = np.full(capacity, _NONE, dtype=np.int32)
-        self.count: Floats = np.zeros(capacity, dtype=np.float64)
-        self.last: Floats = np.zeros(capacity, dtype=np.float64)
-        self.tail: Ints32 = np.full(capacity, _NONE, dtype=np.int32)
-        self.known: Ints32 = np.zeros(capacity, dtype=np.int32)
-
-    def ensure(self, tid: int) -> None:
-        if tid < len(self.root):
-            return
-        used = len(self.root)
-        size = max(tid + 1, used + used // 4 + 16)
-        self.root = _grown(self.root, used, size, _NONE)
-        self.count = _grown(self.count, used, size, 0.0)
-        self.last = _grown(self.last, used, size, 0.0)
-        self.tail = _grown(self.tail, used, size, _NONE)
-        self.known = _grown(self.known, used, size, 0)
-
-    def clear(self, tid: int) -> None:
-        self.root[tid], self.count[tid], self.last[tid] = _NONE, 0.0, 0.0
-        self.tail[tid], self.known[tid] = _NONE, 0
-
-
 class ChannelIndex:
     """The live messages of one channel, indexed for :func:`tools._search.search`."""
 
@@ -268,7 +109,7 @@ class ChannelIndex:
         self._messages: list[Message | None] = []
         self._free: list[int] = []
         self.rows = Rows()
-        self._top = _NONE  # the newest top-level message's slot (the channel stream's tail)
+        self._top = NONE  # the newest top-level message's slot (the channel stream's tail)
 
         self._authors: dict[tuple[str, str | None], int] = {}
         self._author_messages: list[Message] = []  # one message per author code
@@ -332,7 +173,7 @@ class ChannelIndex:
         if tid is None:
             return None
         root_slot = int(self.threads.root[tid])
-        if root_slot == _NONE:
+        if root_slot == NONE:
             return None
         root = self.message(root_slot)
         known = [self.message(slot) for slot in self._replies(tid)]
@@ -449,7 +290,7 @@ class ChannelIndex:
         rows.live[slot] = True
         tid = self._join_thread(slot, key, message)
         self._link(slot, key)
-        if tid != _NONE:
+        if tid != NONE:
             self._restat(tid)
 
     def _replace(self, slot: int, old: Message, new: Message) -> None:
@@ -511,8 +352,8 @@ class ChannelIndex:
     def _link(self, slot: int, key: int) -> None:
         rows = self.rows
         tail = self._tail(slot)
-        if tail == _NONE or rows.key[tail] < key:
-            prev_slot, next_slot = tail, _NONE
+        if tail == NONE or rows.key[tail] < key:
+            prev_slot, next_slot = tail, NONE
             self._set_tail(slot, slot)
         else:
             capacity = self.capacity
@@ -525,20 +366,20 @@ class ChannelIndex:
             found = np.flatnonzero(members)
             keys = rows.key[found]
             before, after = found[keys < key], found[keys > key]
-            prev_slot = int(before[np.argmax(rows.key[before])]) if len(before) else _NONE
-            next_slot = int(after[np.argmin(rows.key[after])]) if len(after) else _NONE
+            prev_slot = int(before[np.argmax(rows.key[before])]) if len(before) else NONE
+            next_slot = int(after[np.argmin(rows.key[after])]) if len(after) else NONE
         rows.prev[slot], rows.next[slot] = prev_slot, next_slot
-        if prev_slot != _NONE:
+        if prev_slot != NONE:
             rows.next[prev_slot] = slot
-        if next_slot != _NONE:
+        if next_slot != NONE:
             rows.prev[next_slot] = slot
 
     def _unlink(self, slot: int) -> None:
         rows = self.rows
         prev_slot, next_slot = int(rows.prev[slot]), int(rows.next[slot])
-        if prev_slot != _NONE:
+        if prev_slot != NONE:
             rows.next[prev_slot] = next_slot
-        if next_slot != _NONE:
+        if next_slot != NONE:
             rows.prev[next_slot] = prev_slot
         elif self._tail(slot) == slot:
             self._set_tail(slot, prev_slot)
@@ -547,7 +388,7 @@ class ChannelIndex:
         """The slots of thread ``tid``'s indexed replies, oldest first."""
         out: list[int] = []
         slot = int(self.threads.tail[tid])
-        while slot != _NONE:
+        while slot != NONE:
             out.append(slot)
             slot = int(self.rows.prev[slot])
         out.reverse()
@@ -590,7 +431,7 @@ class ChannelIndex:
             return tid
         found = self._thread(key, create=_has_thread(message))
         if found is None:
-            return _NONE
+            return NONE
         self.rows.tid[slot] = found
         self._set_root(found, slot)
         return found
@@ -598,13 +439,13 @@ class ChannelIndex:
     def _leave_thread(self, slot: int, message: Message) -> None:
         """``slot`` leaves its thread (after it was unlinked)."""
         tid = int(self.rows.tid[slot])
-        if tid == _NONE:
+        if tid == NONE:
             return
         if message.is_reply:
             self.threads.known[tid] -= 1
         else:
-            self._set_root(tid, _NONE)
-        if self.threads.root[tid] == _NONE and not self.threads.known[tid]:
+            self._set_root(tid, NONE)
+        if self.threads.root[tid] == NONE and not self.threads.known[tid]:
             del self._tid_of[self._thread_keys[tid]]
             self.threads.clear(tid)
             self._free_tids.append(tid)
@@ -615,13 +456,13 @@ class ChannelIndex:
         """Recompute a thread's reply count and last reply time (:meth:`thread_stats`'s rules)."""
         threads = self.threads
         root_slot = int(threads.root[tid])
-        if root_slot == _NONE:
+        if root_slot == NONE:
             threads.count[tid], threads.last[tid] = 0.0, 0.0
             return
         root = self.message(root_slot)
         count = max(root.reply_count, int(threads.known[tid]))
         last = float(root.latest_reply) if root.latest_reply else 0.0
-        if threads.tail[tid] != _NONE:
+        if threads.tail[tid] != NONE:
             last = max(last, float(self.rows.ts[threads.tail[tid]]))
         threads.count[tid] = float(count)
         threads.last[tid] = last if count else 0.0

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from chanctx.cache import ts_key
 from chanctx.context import Message, ThreadContext, Truncation, build_thread_context, iso_from_ts
-from chanctx.context._render import author_of, media_of, text_of
 from chanctx.context.budget import Chunk
+from chanctx.context.render import author_of, media_of, text_of
 from chanctx.tools._env import Env, ToolResult, not_found
 from chanctx.tools._fit import cut_text, fit_ranked
 from chanctx.tools._inputs import ChannelMessagesInput
@@ -172,8 +172,8 @@ def _fit_thread(
     if fits(output):
         return _json(output)
 
-    # The root alone is over the budget (seed 003 keeps it whole, but the output budget is
-    # a hard cap here): cut its text and keep no replies; tersely if need be.
+    # The root alone is over the budget (a thread's context keeps its root whole, but the
+    # tool's output budget is a hard cap): cut its text and keep no replies; tersely if need be.
     for terse in (False, True):
 
         def with_root_text(text: str, terse: bool = terse) -> ThreadOutput:

@@ -1,8 +1,8 @@
-"""Tool outputs: channel_context's compact rows, and seed 003's channel_messages answers.
+"""Tool outputs: channel_context's compact rows, and channel_messages' message and thread answers.
 
-channel_context answers with one JSON array per hit (:class:`ContextRow`), not seed 003's
-objects: the issue "Search that works through the real tool path" measured that with the
-seed's keys a 4,000-token budget held about ten chat messages. ``truncated`` and ``note`` are
+channel_context answers with one JSON array per hit (:class:`ContextRow`), not one object with
+named keys: with a key repeated in every hit, a 4,000-token budget held about ten chat
+messages. ``truncated`` and ``note`` are
 added by chanctx and only appear when they say something. :func:`output_json` (and
 :meth:`ChannelContextOutput.to_json`) is the one serialization, used both to send and to count
 against the output budget.

@@ -1,11 +1,11 @@
-"""The context query (seed 001) over one channel: blocks ranked for a query, sized to a budget.
+"""The context query over one channel: blocks ranked for a query, sized to a budget.
 
 A block is a ``message`` (a top-level message with no replies) or a ``thread`` (its root and
 replies, in order); a search hit on a reply brings its whole thread. Relevance is the search
 score over the best one (0-1]. The caller may add blocks that are not channel messages
 (``ExtraBlock``: a shared file's text, a recipe source, a playbook); they are scored with
 BM25 over the same candidate set, so a file that matches better than every message ranks first
-and one that matches nothing is left out (unless pinned). Packing is seed 001's optimizer
+and one that matches nothing is left out (unless pinned). Packing is the budget optimizer
 (``context.budget``): pinned first, then relevance; the first block that does not fit is cut at
 a sentence boundary, and nothing after it is taken. ``total_tokens`` is what ``rendered``
 costs, format included. ``should_stop`` ends the packing early (a deadline passed, the caller
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from chanctx.context import Message, Names, TokenCounter, iso_from_ts
-from chanctx.context._render import author_of, text_of
 from chanctx.context.budget import Chunk, pack
+from chanctx.context.render import author_of, text_of
 from chanctx.tools._context_tool import PER_THREAD
 from chanctx.tools._indexed import SearchScope
 from chanctx.tools._keywords import terms
@@ -248,7 +248,7 @@ def query_channel(
     def cost(chunk: Chunk[_Block], text: str) -> int:
         return counter.count(_fragment(chunk.item, text, fmt))
 
-    # Seed 001's order: pinned first, then relevance (stable). ``pack`` takes them lazily, so
+    # The optimizer's order: pinned first, then relevance (stable). ``pack`` takes them lazily, so
     # a stop request ends the packing at the next block.
     ordered = sorted(found, key=lambda item: (not item[2], -item[1]))
     stopped = False

@@ -1,7 +1,7 @@
 """channel_context's ranking over a channel's :class:`~tools._index.ChannelIndex`.
 
-Deterministic and local (seed 003: no LLM call, no Slack call, no model). The score of a
-message is
+Deterministic and local (no LLM call, no Slack call, no model: the same question over the same
+history always gets the same answer, at no cost). The score of a message is
 
     keyword  (0..1)  0.7 * BM25 / best BM25 + 0.3 * share of the intent's keywords it
           contains, each keyword weighted by its idf (a rare word says more than a common one)
@@ -43,9 +43,7 @@ similar relevance. The share term matters in small channels, where BM25's idf ca
 negative for a word most messages use (BM25Okapi then floors it at 0.25 * the mean idf).
 BM25's statistics are the whole channel's; ``since`` only filters.
 
-:class:`Ranking` holds every weight; its defaults are the tool's. ``ORIGINAL`` is the ranking
-before the LoCoMo work (light stemmer, k1 = 1.5, b = 0.75, plain share, no context, no date,
-no named person, recency 0.25), kept so ``bench/locomo.py`` can measure each change (bench/RESULTS.md has the ablation).
+:class:`Ranking` (``tools._ranking``) holds every weight; its defaults are the tool's.
 Everything is computed with numpy over the index's columns: the cost follows the number of
 matching messages plus a few vectorised passes, never a Python loop over the channel; the
 Python work per call is for the results shown.
@@ -56,86 +54,27 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from chanctx.cache import ts_key
 from chanctx.context import Message, Names
-from chanctx.context._render import author_of, text_of
+from chanctx.context.render import author_of, text_of
+from chanctx.tools._columns import Floats, Ints
 from chanctx.tools._dates import in_periods, label, periods
 from chanctx.tools._index import ChannelIndex
-from chanctx.tools._keywords import Keyword, Stemmer, keywords, terms
+from chanctx.tools._keywords import Keyword, keywords, terms
+from chanctx.tools._ranking import Hit, Ranking, Search
 
-__all__ = ["ORIGINAL", "Hit", "Ranking", "Search", "periods", "search"]
+__all__ = ["periods", "search"]
 
 _ASKS_WHY = re.compile(r"\b(why|cause[ds]?|reason|root cause|went wrong|what happened)\b")
 LIVE_THREAD = 86_400.0  # a reply within a day of "now" makes a thread "recent_activity"
 _CAPITALISED = re.compile(r"(?<![\w.\-/:#])[A-Z]\w*")
-_EXCHANGE = 1e6
-_NEAR_OF = 500  # the matches whose context neighbours become candidates, at most  # below any score a person's message can have
-
-Floats = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.int64]
-Bools = npt.NDArray[np.bool_]
-
-
-@dataclass(frozen=True)
-class Ranking:
-    """Every knob of the ranking. The defaults are channel_context's."""
-
-    stemmer: Stemmer = "porter"
-    k1: float = 1.2
-    b: float = 0.4
-    epsilon: float = 0.25
-    keyword_bm25: float = 0.7
-    keyword_share: float = 0.3
-    share_by_idf: bool = True
-    thread_share: float = 0.3
-    # Weights of the 1st, 2nd, ... message before / after a message in its conversation.
-    context_before: tuple[float, ...] = (0.5, 0.5)
-    context_after: tuple[float, ...] = (0.5, 0.5)
-    context_gap: float = 900.0  # seconds between two messages of one conversation, at most
-    context_candidates: bool = True  # a match's neighbours are candidates too
-    date_boost: float = 0.5
-    cause_boost: float = 0.3
-    author_boost: float = 0.6
-    named_person: float = 0.3  # a person the intent names wrote it (their name is no keyword)
-    recency_weight: float = 0.1
-    recency_half_life: float = 3 * 86_400.0
-    activity_weight: float = 0.15
-
-
-ORIGINAL = Ranking(
-    stemmer="light",
-    k1=1.5,
-    b=0.75,
-    share_by_idf=False,
-    context_before=(),
-    context_after=(),
-    context_candidates=False,
-    date_boost=0.0,
-    named_person=0.0,
-    recency_weight=0.25,
-)
-
-
-@dataclass(frozen=True)
-class Hit:
-    message: Message
-    text: str
-    score: float
-    signal: str
-
-
-@dataclass(frozen=True)
-class Search:
-    hits: list[Hit]  # best first, at most ``limit``, at most ``per_thread`` from one thread
-    matches: int  # every candidate (hits are the best of them)
-    scanned: int  # messages searched (after ``since``, without hidden ones)
-    time_range: tuple[str, str] | None  # the oldest and newest ts searched
-    keywords: list[Keyword]
+_EXCHANGE = 1e6  # below any score a person's message can have
+_NEAR_OF = 500  # the matches whose context neighbours become candidates, at most
 
 
 # -- the ranking ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from chanctx.tools._definitions import CHANNEL_CONTEXT, CHANNEL_MESSAGES, defini
 from chanctx.tools._env import Env, ToolResult
 from chanctx.tools._inputs import ChannelContextInput, ChannelMessagesInput, parse_input, short_repr
 from chanctx.tools._messages_tool import run_channel_messages
-from chanctx.tools._search import Ranking
+from chanctx.tools._ranking import Ranking
 from chanctx.tools._view import ChannelView
 
 __all__ = ["DEFAULT_OUTPUT_BUDGET", "MIN_OUTPUT_BUDGET", "ChannelTools"]

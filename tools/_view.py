@@ -1,7 +1,7 @@
 """What the tools may see: one channel, through a protocol the platform edge implements.
 
 The tools never receive a channel id as an argument; they hold a view that was bound to one
-channel when the session was created. That is what makes scoping structural (seed 003): there
+channel when the session was created. That is what makes scoping structural: there
 is no code path from a tool argument to another channel's data.
 """
 

@@ -170,7 +170,7 @@ def question(context: BuiltContext) -> str:
 
 
 def _line(message: Message, names: Names) -> str:
-    from chanctx.context._time import iso_from_ts
+    from chanctx.context.timestamps import iso_from_ts
 
     author = names.users.get(message.user_id) or message.author_name or message.user_id
     text = " ".join(

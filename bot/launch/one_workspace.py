@@ -33,7 +33,7 @@ from chanctx.bot.stores.pane_threads.local import LocalPaneThreads
 from chanctx.bot.stores.redis_link import RedisLink
 from chanctx.cache import Limiter, MediaContentCache, RateLimiter, RedisRateLimiter
 from chanctx.context import default_counter
-from chanctx.manifest_store import FeedbackStore, LocalPlaybookStore, SessionStore, TurnJournal
+from chanctx.manifest_store import LocalFeedbackStore, LocalPlaybookStore, SessionStore, TurnJournal
 from chanctx.tools import IndexedHistory
 from slack_bolt import App
 from slack_sdk import WebClient
@@ -147,7 +147,7 @@ def build_runtime(
         turns=replicas.turns if replicas else TurnJournal(data_dir),
         feedback=replicas.feedback
         if replicas
-        else FeedbackStore(
+        else LocalFeedbackStore(
             data_dir,
             helpful=frozenset(options.helpful_reactions),
             harmful=frozenset(options.harmful_reactions),

@@ -20,9 +20,9 @@ from typing import Any, Final, Protocol
 import anthropic
 from chanctx.bot.messages_api.request_rules import check_request
 from chanctx.context import Message, Names, TokenCounter, default_counter, iso_from_ts
-from chanctx.context._render import author_of, text_of
 from chanctx.context.curator import offline_deltas
 from chanctx.context.playbook import SECTIONS, Bullet, BulletSource, Delta
+from chanctx.context.render import author_of, text_of
 from pydantic import ValidationError
 
 __all__ = [

@@ -41,7 +41,7 @@ from chanctx.context.playbook import Similarity
 from chanctx.manifest_store import (
     HARMFUL,
     HELPFUL,
-    FeedbackStore,
+    LocalFeedbackStore,
     LocalPlaybookStore,
     SessionStore,
     TurnJournal,
@@ -180,7 +180,7 @@ class OfflineBot:
             workers=1,
             assistant_threads=LocalPaneThreads(pane),
             turns=TurnJournal(self.data_dir),
-            feedback=FeedbackStore(self.data_dir, helpful=reactions[0], harmful=reactions[1]),
+            feedback=LocalFeedbackStore(self.data_dir, helpful=reactions[0], harmful=reactions[1]),
             playbooks=self.playbooks,
             post_backoff=0.01,  # retried posts against the fake need not wait
             team_id=str(auth.get("team_id", "")),

@@ -14,8 +14,8 @@ from typing import Any
 
 from chanctx.bot.slack._slack_models import SlackMessage, SlackReactionItem
 from chanctx.context import FileRef, Message, Reaction
-from chanctx.context._errors import InvalidTimestamp
-from chanctx.context._time import validate_ts
+from chanctx.context.errors import InvalidTimestamp
+from chanctx.context.timestamps import validate_ts
 from pydantic import ValidationError
 
 __all__ = [

@@ -32,7 +32,7 @@ from chanctx.bot.slack._slack_models import SlackMessage, channel_label, user_la
 from chanctx.bot.slack.intake import SelfIdentity, to_message
 from chanctx.cache import Limiter, RateLimited, ts_key
 from chanctx.context import ChanctxError, Message
-from chanctx.context._errors import InvalidTimestamp
+from chanctx.context.errors import InvalidTimestamp
 from pydantic import ValidationError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError

@@ -12,12 +12,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 import redis
-from chanctx.manifest_store import is_outage
-from redis.backoff import NoBackoff
-from redis.retry import Retry
+from chanctx.manifest_store import connect, is_outage
 
 __all__ = ["BLOCK_MS", "RedisLink"]
 
@@ -26,22 +24,11 @@ BLOCK_MS: Final = 1_000  # longest a blocking read waits before the loop looks a
 _PING_EVERY: Final = 0.5
 
 
-def _client(url: str, timeout: float) -> Any:
-    # One retry, at once, on a connection error: a pooled connection to a Redis that restarted
-    # is dead, and the retry opens a fresh one. Never more: an outage must fail fast (503).
-    return redis.Redis.from_url(
-        url,
-        socket_timeout=timeout,
-        socket_connect_timeout=timeout,
-        retry=Retry(NoBackoff(), 1),
-    )
-
-
 class RedisLink:
     def __init__(self, url: str, *, timeout: float = 2.0) -> None:
         self.url = url
-        self.client = _client(url, timeout)
-        self.blocking = _client(url, timeout + BLOCK_MS / 1000 + 2)
+        self.client = connect(url, timeout=timeout)
+        self.blocking = connect(url, timeout=timeout + BLOCK_MS / 1000 + 2)
         self._healthy = False
         self._lock = threading.Lock()
         self._on_recover: list[Callable[[], None]] = []

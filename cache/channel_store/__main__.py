@@ -19,6 +19,8 @@ from chanctx.cache.channel_store._rows import document
 from chanctx.cache.channel_store._schema import create_fts, fts_table
 from chanctx.cache.channel_store.sqlite import SqliteChannelStore
 
+__all__ = ["check", "main", "rebuild_index"]
+
 _USAGE = "usage: python -m chanctx.cache.channel_store check|rebuild-index DATA_DIR"
 
 

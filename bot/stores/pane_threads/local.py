@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from chanctx.bot.stores.pane_threads.store import PaneThreads
-from chanctx.manifest_store._jsonl import line_of, rewrite_atomically
+from chanctx.manifest_store.jsonl import line_of, rewrite_atomically
 from slack_bolt.context.assistant.thread_context import AssistantThreadContext
 
 __all__ = ["LocalPaneThreads"]

@@ -10,7 +10,7 @@ writing, so the new entry starts on a fresh line and nothing after the tear is u
 A bad line anywhere *before* the last one (damaged on disk, or edited by hand) is skipped with
 one warning naming the file and line; the file itself is left as it is, for forensics.
 
-One process per data directory (several bot replicas share Redis instead, see DESIGN.md);
+One process per data directory (several bot replicas share Redis instead: ``RedisSessionStore``);
 within a process a SessionLog is thread-safe and SessionStore hands out one per key.
 """
 

@@ -1,10 +1,10 @@
-"""What people said about the bot's answers: reactions and feedback-button clicks, per turn.
+"""Votes on answers in the data dir, for one process.
 
 One append-only JSONL file in the data dir (``feedback.jsonl``, each line fsynced): ``answer``
 lines tie a posted message (channel, ts) to the turn that produced it, ``vote`` lines record a
 person's reaction on one of those messages, or a click on its feedback buttons (the other
 button's earlier click is taken back: a person holds one button verdict per answer). The
-playbook (seeds 002/004) reads the votes of a turn to credit or blame what was in its context.
+playbook reads the votes of a turn to credit or blame what was in its context.
 A damaged line is skipped with one warning naming the file and line, as in the turn journal.
 
 The store remembers the newest 50,000 answers and the votes of the newest 50,000 voted turns;
@@ -21,13 +21,13 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, TextIO
+from typing import Any, Final, TextIO
 
-from chanctx.manifest_store._jsonl import line_of, rewrite_atomically
+from chanctx.manifest_store.feedback.base import HARMFUL, HELPFUL, Verdict, Vote, verdict_of
+from chanctx.manifest_store.jsonl import line_of, rewrite_atomically
 
-__all__ = ["FEEDBACK_FILE", "HARMFUL", "HELPFUL", "FeedbackStore", "Vote", "verdict_of"]
+__all__ = ["FEEDBACK_FILE", "LocalFeedbackStore"]
 
 logger = logging.getLogger("chanctx.feedback")
 
@@ -35,36 +35,8 @@ FEEDBACK_FILE: Final = "feedback.jsonl"
 _MAX_ANSWERS: Final = 50_000  # posted answers remembered for reactions (oldest forgotten)
 _MIN_LINES_TO_COMPACT: Final = 256  # below this a rewrite saves too little to be worth it
 
-# Reactions that say an answer helped or did not (Slack's names, skin tones stripped).
-HELPFUL: Final = frozenset({"+1", "thumbsup", "white_check_mark", "heavy_check_mark", "tada"})
-HARMFUL: Final = frozenset({"-1", "thumbsdown", "x", "no_entry_sign"})
 
-Verdict = Literal["helpful", "harmful"]
-
-
-def verdict_of(
-    reaction: str, helpful: frozenset[str] = HELPFUL, harmful: frozenset[str] = HARMFUL
-) -> Verdict | None:
-    """``helpful`` / ``harmful`` for a reaction name (``+1::skin-tone-3`` counts as ``+1``)."""
-    name = reaction.split("::", 1)[0]
-    if name in helpful:
-        return "helpful"
-    if name in harmful:
-        return "harmful"
-    return None
-
-
-@dataclass(frozen=True)
-class Vote:
-    turn: str
-    user: str
-    verdict: Verdict
-    added: bool  # False: the person took the reaction back
-    source: str  # "reaction:<name>" or "button:helpful" / "button:harmful"
-    at: float
-
-
-class FeedbackStore:
+class LocalFeedbackStore:
     """Answers and the votes on them, durable in ``data_dir``. Thread-safe."""
 
     def __init__(

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from chanctx.context.playbook import Similarity
 from chanctx.manifest_store._errors import StoreUnavailable
-from chanctx.manifest_store._playbook import (
+from chanctx.manifest_store.playbook.local import (
     MAX_ACTIVE,
     MAX_KEPT,
     LocalPlaybookStore,
@@ -31,7 +31,7 @@ from chanctx.manifest_store._playbook import (
     _fold,
     _state_lines,
 )
-from chanctx.manifest_store._redis import guarded, namespace
+from chanctx.manifest_store.redis_connection import guarded, namespace
 from pydantic import ValidationError
 
 __all__ = ["RedisPlaybookStore"]

@@ -16,7 +16,7 @@ from typing import Any
 
 from chanctx.manifest_store._entries import Entry, parse_entry
 from chanctx.manifest_store._keys import SessionKey
-from chanctx.manifest_store._redis import guarded, namespace
+from chanctx.manifest_store.redis_connection import guarded, namespace
 from pydantic import ValidationError
 
 __all__ = ["RedisSessionLog", "RedisSessionStore"]

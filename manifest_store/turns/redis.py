@@ -33,8 +33,8 @@ from typing import Any, Final
 
 import redis
 from chanctx.manifest_store._errors import TurnTakenOver
-from chanctx.manifest_store._redis import guarded, namespace
-from chanctx.manifest_store._turns import OutboxEntry, PendingTurn
+from chanctx.manifest_store.redis_connection import guarded, namespace
+from chanctx.manifest_store.turns.base import OutboxEntry, PendingTurn
 
 __all__ = ["GROUP", "QueuedTurn", "RedisTurnStore"]
 

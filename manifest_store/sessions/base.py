@@ -1,8 +1,8 @@
-"""What a Claude session needs of its log and of the store that holds the logs.
+"""What a Claude session needs of its log and of the store that holds the logs: the interface
+every backend meets.
 
-Two implementations: the local data dir (``SessionLog`` / ``SessionStore``, one JSONL file per
-thread) and Redis (``RedisSessionLog`` / ``RedisSessionStore``, one list per thread), so a
-thread's session resumes on whichever replica answers next.
+A log is append-only: entries are never changed or removed, so a session is rebuilt by reading
+them in order, and a backend that several processes share says when another one appended.
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
-"""The durable turn journal: every acknowledged question answered exactly once.
+"""The turn store in the data dir: one fsynced JSONL file, for one process.
 
-A turn's life, each step one fsynced JSONL line before the next step is taken:
-
-    queued  (before the event is acknowledged; with the event id that brought it)
-    reply   (the answer, split into the parts to post: the outbox)
-    streaming (a part's stream started: its ts, before any text is appended)
-    posted  (one line per part, with the ts Slack gave it)
-    done    (every part confirmed; the turn leaves the queue)
-
-After a crash, ``pending()`` lists the turns queued but never answered, and ``outbox()`` the
-answers written but not confirmed posted: the bot answers the first and, for the second, looks
-in the thread for parts it may have posted before the crash (by the turn id in the message
-metadata) before posting the rest; a part whose stream started is finished by replacing that
-message, never posted again. Turn ids and event ids stay known for ``remember_seconds``
-after a turn is done, so Slack's retries of the same mention, even after a restart, find it.
+Each step of a turn's life (``base.py``) is one fsynced JSONL line before the next step is
+taken. Turn ids and event ids stay known for ``remember_seconds`` after a turn is done.
 
 A torn or corrupt line anywhere is skipped with one warning naming the file and line: the
 journal is a log of facts, and losing one fact costs at most a re-answer check, never the rest.
@@ -29,53 +17,19 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
-from chanctx.manifest_store._jsonl import line_of, rewrite_atomically
+from chanctx.manifest_store.jsonl import line_of, rewrite_atomically
+from chanctx.manifest_store.turns.base import OutboxEntry, PendingTurn
 
-__all__ = ["OutboxEntry", "PendingTurn", "TurnJournal", "TurnStore"]
+__all__ = ["TurnJournal"]
 
 logger = logging.getLogger("chanctx.turns")
 FILE_NAME = "turns.jsonl"
 # Slack retries a delivery immediately, after 1 minute and after 5 minutes; a quarter of an
 # hour of done turns covers that with room, and keeps memory flat under a steady load.
 _REMEMBER = 900.0
-
-
-@dataclass
-class PendingTurn:
-    turn_id: str
-    payload: dict[str, Any]  # what the bot needs to answer it (channel, thread, anchor, user...)
-    queued_at: float
-    event_ids: set[str] = field(default_factory=set)
-    parts: list[str] | None = None  # the outbox: the answer's parts, once written
-    posted: dict[int, str] = field(default_factory=dict)  # part index -> Slack ts
-    streaming: dict[int, str] = field(default_factory=dict)  # part -> ts of its started stream
-
-
-@dataclass(frozen=True)
-class OutboxEntry:
-    turn_id: str
-    payload: dict[str, Any]
-    parts: tuple[str, ...]
-    posted: dict[int, str]
-    streaming: dict[int, str] = field(default_factory=dict)  # started, not confirmed posted
-
-
-class TurnStore(Protocol):
-    """What the runtime needs of a turn store (local file today; Redis for replicas)."""
-
-    def enqueue(self, turn_id: str, payload: dict[str, Any], event_id: str | None) -> bool: ...
-    def seen_event(self, event_id: str) -> bool: ...
-    def write_reply(self, turn_id: str, parts: list[str]) -> None: ...
-    def mark_posted(self, turn_id: str, part: int, ts: str) -> None: ...
-    def mark_streaming(self, turn_id: str, part: int, ts: str) -> None: ...
-    def finish(self, turn_id: str) -> None: ...
-    def pending(self) -> list[PendingTurn]: ...
-    def outbox(self) -> list[OutboxEntry]: ...
-    def close(self) -> None: ...
 
 
 class TurnJournal:

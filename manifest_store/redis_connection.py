@@ -1,6 +1,6 @@
-"""What every Redis store shares: the key namespace and how an outage is reported.
+"""The one Redis connection helper: how chanctx connects, names its keys and reports an outage.
 
-Keys are ``chanctx:<team>:<kind>:...`` (the README lists every kind), so one Redis can hold
+Every Redis store here and the bot's own link to Redis (``bot/shared/link.py``) use it. Keys are ``chanctx:<team>:<kind>:...`` (the README lists every kind), so one Redis can hold
 several bots' workspaces and an operator can find, size or drop one workspace's state.
 """
 
@@ -9,17 +9,34 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import Any, Final
 
 import redis
 from chanctx.manifest_store._errors import StoreUnavailable
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
-__all__ = ["check_team", "guarded", "is_outage", "namespace"]
+__all__ = ["check_team", "connect", "guarded", "is_outage", "namespace"]
 
 # Slack team and enterprise ids; "-" stands for "none" (an org-wide install has no team).
 _TEAM: Final = re.compile(r"[A-Z0-9]{1,32}|-")
 # Errors that mean "Redis could not store this now", as opposed to a bug in a command.
 _UNAVAILABLE_REPLIES: Final = ("OOM", "MISCONF", "READONLY", "LOADING", "NOREPLICAS", "TRYAGAIN")
+
+
+def connect(url: str, *, timeout: float) -> Any:
+    """A client for ``url`` (a ``redis.Redis``) whose commands give up after ``timeout`` seconds.
+
+    One retry, at once, on a connection error: a pooled connection to a Redis that restarted is
+    dead, and the retry opens a fresh one. Never more: an outage must fail fast (a 503, so
+    Slack retries), not hold an event's ack.
+    """
+    return redis.Redis.from_url(
+        url,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(NoBackoff(), 1),
+    )
 
 
 def check_team(team: str) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from chanctx.cache._clock import Clock
-from chanctx.cache._rate_limit import (
+from chanctx.cache.rate_limit.base import (
     DEFAULT_PER_METHOD,
     RateLimited,
     check_rate,

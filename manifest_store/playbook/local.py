@@ -10,8 +10,8 @@ a log written by an older chanctx loads the same whatever its rules were. A torn
 file holds several times the lines its state needs, it is rewritten atomically (a temporary
 file, fsync, rename).
 
-``PlaybookStore`` is the interface; ``LocalPlaybookStore`` is this implementation (in memory
-without a data dir); the Redis scale-out implements the same one.
+``LocalPlaybookStore`` meets ``PlaybookStore`` (``base.py``); without a data dir it keeps the
+playbooks in memory only.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final, Protocol, TextIO
+from typing import Any, Final, TextIO
 
 from chanctx.context.playbook import Bullet, Delta, Playbook, Similarity
-from chanctx.manifest_store._jsonl import line_of, rewrite_atomically
+from chanctx.manifest_store.jsonl import line_of, rewrite_atomically
 from pydantic import ValidationError
 
-__all__ = ["PLAYBOOK_DIR", "LocalPlaybookStore", "PlaybookStore"]
+__all__ = ["MAX_ACTIVE", "MAX_KEPT", "PLAYBOOK_DIR", "LocalPlaybookStore"]
 
 logger = logging.getLogger("chanctx.playbook")
 
@@ -41,23 +41,6 @@ MAX_KEPT: Final = 200  # superseded / quarantined bullets kept for review
 _MAX_USES: Final = 5_000  # turns whose bullets are remembered for votes, per channel
 _MAX_VOTED: Final = 20_000
 _CHANNEL = re.compile(r"^[A-Z0-9]{2,32}$")
-
-
-class PlaybookStore(Protocol):
-    """What the bot needs of a playbook store (local files, or Redis for replicas)."""
-
-    def bullets(self, channel: str) -> list[Bullet]: ...
-    def channels(self) -> list[str]: ...
-    def apply(self, channel: str, deltas: Sequence[Delta], now: float) -> list[str]: ...
-    def record_use(
-        self, channel: str, turn: str, ids: Sequence[str], *, answered_in: str | None = ...
-    ) -> None: ...
-    def used_by(self, channel: str, turn: str) -> list[str]: ...
-    def vote(
-        self, channel: str, turn: str, user: str, *, helpful: bool, now: float
-    ) -> list[str]: ...
-    def replace(self, channel: str, bullets: Sequence[Bullet]) -> None: ...
-    def close(self) -> None: ...
 
 
 class _Channel:

@@ -1,8 +1,4 @@
-"""The Slack API rate limiter: a workspace budget plus stricter per-method budgets.
-
-Slack counts calls per method per workspace, and since 2025 new non-Marketplace apps may call
-``conversations.replies`` once a minute. Staying under the limit beats reacting to 429s: a 429
-costs a round trip and, while it lasts, blocks every call of that method.
+"""The Slack API rate limiter of one process: its buckets in memory.
 
 Each budget is a token bucket (capacity ``rate`` calls, refilled at ``rate`` per minute), kept
 in its GCRA form: one "theoretical arrival time" per bucket instead of a fractional token count,
@@ -20,64 +16,19 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Final, Protocol
+from typing import Final
 
 from chanctx.cache._clock import Clock
-from chanctx.context import ChanctxError
+from chanctx.cache.rate_limit.base import (
+    DEFAULT_PER_METHOD,
+    RateLimited,
+    check_rate,
+    check_retry_after,
+)
 
-__all__ = [
-    "DEFAULT_PER_METHOD",
-    "Limiter",
-    "RateLimited",
-    "RateLimiter",
-    "check_rate",
-    "check_retry_after",
-]
+__all__ = ["RateLimiter"]
 
-# Slack's 2025 limit for conversations.replies in new non-Marketplace apps, in calls per minute.
-DEFAULT_PER_METHOD: Final[Mapping[str, float]] = {"conversations.replies": 1}
 _ALL: Final = "*"  # the key under which a workspace-wide penalty is kept
-
-
-class RateLimited(ChanctxError):
-    """A Slack API call that may not be sent now; ``retry_after`` seconds until it may."""
-
-    def __init__(self, method: str, retry_after: float) -> None:
-        super().__init__(
-            f"Slack API method {method} is rate limited; retry in {max(retry_after, 0.0):.1f} s"
-        )
-        self.method = method
-        self.retry_after = retry_after
-
-
-def check_rate(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{name} must be a positive number of calls per minute, got {value!r}")
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be a positive number of calls per minute, got {value!r}")
-    return float(value)
-
-
-def check_retry_after(retry_after: float) -> None:
-    if not retry_after >= 0 or not math.isfinite(retry_after):
-        raise ValueError(
-            f"retry_after must be a finite number of seconds >= 0, got {retry_after!r}"
-        )
-
-
-class Limiter(Protocol):
-    """What the Slack client needs of a rate limiter: RateLimiter (one process) and
-    RedisRateLimiter (a budget shared by replicas) both are one."""
-
-    def wait_time(self, method: str) -> float: ...
-
-    def try_acquire(self, method: str) -> bool: ...
-
-    def acquire(
-        self, method: str, *, sleep: Callable[[float], None] = ..., max_wait: float | None = ...
-    ) -> None: ...
-
-    def penalize(self, method: str, retry_after: float, *, all_methods: bool = ...) -> None: ...
 
 
 class _Bucket:

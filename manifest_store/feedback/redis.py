@@ -16,22 +16,16 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from chanctx.manifest_store._feedback import (
-    HARMFUL,
-    HELPFUL,
-    FeedbackStore,
-    Verdict,
-    Vote,
-    verdict_of,
-)
-from chanctx.manifest_store._redis import guarded, namespace
+from chanctx.manifest_store.feedback.base import HARMFUL, HELPFUL, Verdict, Vote, verdict_of
+from chanctx.manifest_store.feedback.local import LocalFeedbackStore
+from chanctx.manifest_store.redis_connection import guarded, namespace
 
 __all__ = ["RedisFeedbackStore"]
 
 _KEEP: Final = 90 * 86_400
 
 
-class RedisFeedbackStore(FeedbackStore):
+class RedisFeedbackStore(LocalFeedbackStore):
     def __init__(
         self,
         client: Any,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from chanctx.context._errors import InvalidTimestamp
+from chanctx.context.errors import InvalidTimestamp
 
 __all__ = ["iso_from_ts", "seconds_from_ts", "validate_ts"]
 

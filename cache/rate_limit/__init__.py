@@ -1,0 +1,14 @@
+"""Slack's rate limit, kept by the bot: ``Limiter`` (``base.py``) and its backends beside it.
+
+* ``local.py``: :class:`RateLimiter`, the buckets in this process's memory;
+* ``redis.py``: :class:`RedisRateLimiter`, the buckets in Redis, so replicas of one bot share
+  the workspace's budget.
+"""
+
+from __future__ import annotations
+
+from chanctx.cache.rate_limit.base import DEFAULT_PER_METHOD, Limiter, RateLimited
+from chanctx.cache.rate_limit.local import RateLimiter
+from chanctx.cache.rate_limit.redis import RedisRateLimiter
+
+__all__ = ["DEFAULT_PER_METHOD", "Limiter", "RateLimited", "RateLimiter", "RedisRateLimiter"]

@@ -1,0 +1,175 @@
+"""The search index's storage: per-message and per-thread numpy columns indexed by slot, and the
+sorted ts keys of a stream.
+
+Columns grow by a quarter (not doubled) and keep one sentinel cell, so a gather through slot -1
+("none") reads a harmless value instead of needing a mask.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["NONE", "Bools", "Floats", "Ints", "Ints32", "Rows", "SortedKeys", "Threads"]
+
+NONE = -1  # no slot, no thread, no author: what a free cell and the sentinel hold
+
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
+Ints32 = npt.NDArray[np.int32]
+Bools = npt.NDArray[np.bool_]
+
+
+class SortedKeys:
+    """Ascending ints (ts keys) with a cheap removal of the oldest.
+
+    Chat appends at the end and evicts from the front; deleting the front of a 100,000-item
+    list would move every item, so the front only advances ``head`` and the dead prefix is cut
+    off in bulk (as ``cache.ChannelHistory`` does).
+    """
+
+    __slots__ = ("_head", "_keys")
+
+    def __init__(self) -> None:
+        self._keys: list[int] = []
+        self._head = 0
+
+    def __len__(self) -> int:
+        return len(self._keys) - self._head
+
+    def __getitem__(self, position: int) -> int:
+        return self._keys[self._head + position if position >= 0 else position]
+
+    def bisect(self, value: float, key: Callable[[int], float] | None = None) -> int:
+        """The position of the first item >= ``value`` (compared through ``key`` if given)."""
+        return bisect_left(self._keys, value, self._head, key=key) - self._head
+
+    def insert(self, item: int) -> int:
+        """Insert ``item`` unless present; returns its position."""
+        keys = self._keys
+        if len(keys) == self._head or item > keys[-1]:
+            keys.append(item)
+            return len(keys) - 1 - self._head
+        position = bisect_left(keys, item, self._head)
+        if keys[position] != item:
+            keys.insert(position, item)
+        return position - self._head
+
+    def remove(self, item: int) -> bool:
+        """Remove ``item``; False if it was not there."""
+        position = bisect_left(self._keys, item, self._head)
+        if position == len(self._keys) or self._keys[position] != item:
+            return False
+        if position == self._head:
+            self._head += 1
+            self._compact()
+        else:
+            del self._keys[position]
+        return True
+
+    def pop_oldest(self, count: int) -> list[int]:
+        """Remove and return the ``count`` smallest items."""
+        gone = self._keys[self._head : self._head + count]
+        self._head += len(gone)
+        self._compact()
+        return gone
+
+    def _compact(self) -> None:
+        if self._head == len(self._keys):
+            self._keys.clear()
+            self._head = 0
+        elif self._head >= 1024 and 2 * self._head >= len(self._keys):
+            del self._keys[: self._head]
+            self._head = 0
+
+
+def _grown(column: npt.NDArray[Any], used: int, size: int, fill: object) -> npt.NDArray[Any]:
+    """``column``'s first ``used`` cells in a new column of ``size`` cells, the rest ``fill``."""
+    out = np.full(size, fill, dtype=column.dtype)
+    out[:used] = column[:used]
+    return out
+
+
+class Rows:
+    """Per-slot columns (numpy, grown by doubling). Free slots hold the fill values.
+
+    Each column has one extra cell at the end, the sentinel: what slot -1 ("none") reads in a
+    gather, with no links (-1), no thread and ``ts`` = +inf (infinitely far from any message).
+    """
+
+    def __init__(self, capacity: int = 64) -> None:
+        size = capacity + 1
+        self.ts: Floats = np.zeros(size, dtype=np.float64)  # seconds since the epoch
+        self.key: Ints = np.zeros(size, dtype=np.int64)  # cache.ts_key: exact order
+        self.tid: Ints32 = np.full(size, NONE, dtype=np.int32)  # thread id, or -1
+        self.root: Ints32 = np.full(size, NONE, dtype=np.int32)  # a reply's root's slot
+        self.author: Ints32 = np.full(size, NONE, dtype=np.int32)  # author code
+        self.cause: Bools = np.zeros(size, dtype=np.bool_)  # states a cause
+        # the bot's own message, or a question to it (a mention): ranked after people's
+        self.exchange: Bools = np.zeros(size, dtype=np.bool_)
+        self.reply: Bools = np.zeros(size, dtype=np.bool_)  # a thread reply (else top-level)
+        self.prev: Ints32 = np.full(size, NONE, dtype=np.int32)  # in its conversation
+        self.next: Ints32 = np.full(size, NONE, dtype=np.int32)
+        self.live: Bools = np.zeros(size, dtype=np.bool_)
+        self.ts[-1] = np.inf
+
+    @property
+    def capacity(self) -> int:
+        return len(self.ts) - 1
+
+    def ensure(self, slot: int) -> None:
+        if slot < self.capacity:
+            return
+        # Grown by a quarter, not doubled: a full channel would otherwise carry up to a spare
+        # column of everything (a million messages: tens of MB).
+        size = max(slot + 1, self.capacity + self.capacity // 4 + 16) + 1
+        used = self.capacity
+        self.ts, self.key = _grown(self.ts, used, size, 0), _grown(self.key, used, size, 0)
+        self.tid = _grown(self.tid, used, size, NONE)
+        self.root = _grown(self.root, used, size, NONE)
+        self.author = _grown(self.author, used, size, NONE)
+        self.cause = _grown(self.cause, used, size, False)
+        self.exchange = _grown(self.exchange, used, size, False)
+        self.reply = _grown(self.reply, used, size, False)
+        self.prev = _grown(self.prev, used, size, NONE)
+        self.next = _grown(self.next, used, size, NONE)
+        self.live = _grown(self.live, used, size, False)
+        self.ts[-1] = np.inf
+
+    def clear(self, slot: int) -> None:
+        self.ts[slot], self.key[slot], self.cause[slot] = 0, 0, False
+        self.exchange[slot] = self.reply[slot] = False
+        self.tid[slot] = self.author[slot] = self.prev[slot] = self.next[slot] = NONE
+        self.root[slot] = NONE
+        self.live[slot] = False
+
+
+class Threads:
+    """Per-thread columns: the root's slot (or -1), reply count and last reply (0: none), the
+    newest indexed reply's slot (-1: none) and how many replies are indexed."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.root: Ints32 = np.full(capacity, NONE, dtype=np.int32)
+        self.count: Floats = np.zeros(capacity, dtype=np.float64)
+        self.last: Floats = np.zeros(capacity, dtype=np.float64)
+        self.tail: Ints32 = np.full(capacity, NONE, dtype=np.int32)
+        self.known: Ints32 = np.zeros(capacity, dtype=np.int32)
+
+    def ensure(self, tid: int) -> None:
+        if tid < len(self.root):
+            return
+        used = len(self.root)
+        size = max(tid + 1, used + used // 4 + 16)
+        self.root = _grown(self.root, used, size, NONE)
+        self.count = _grown(self.count, used, size, 0.0)
+        self.last = _grown(self.last, used, size, 0.0)
+        self.tail = _grown(self.tail, used, size, NONE)
+        self.known = _grown(self.known, used, size, 0)
+
+    def clear(self, tid: int) -> None:
+        self.root[tid], self.count[tid], self.last[tid] = NONE, 0.0, 0.0
+        self.tail[tid], self.known[tid] = NONE, 0
