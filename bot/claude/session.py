@@ -61,6 +61,9 @@ from chanctx.bot.messages_api.request_fit import estimate_tokens
 from chanctx.bot.messages_api.request_rules import NO_ANSWER, check_request, repaired
 from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks
 from chanctx.context import (
+    DEFAULT_ADJACENT_WINDOW,
+    DEFAULT_SNAPSHOT_BUDGET,
+    DEFAULT_THREAD_BUDGET,
     ChanctxError,
     Fitted,
     TokenCounter,
@@ -423,11 +426,16 @@ class ClaudeResponder:
         """The engine's settings with the recipe's budgets, when they differ."""
         if fitted is None:
             return None
+        # A budget the recipe leaves at its default gives way to the operator's setting (the
+        # zero-config recipe must not undo --thread-budget / --snapshot-budget).
+        own = self.engine.settings
         settings = replace(
-            self.engine.settings,
-            snapshot_budget=fitted.snapshot_budget or self.engine.settings.snapshot_budget,
-            thread_budget=fitted.thread_budget or self.engine.settings.thread_budget,
-            window=fitted.snapshot_window or self.engine.settings.window,
+            own,
+            snapshot_budget=_chosen(
+                fitted.snapshot_budget, DEFAULT_SNAPSHOT_BUDGET, own.snapshot_budget
+            ),
+            thread_budget=_chosen(fitted.thread_budget, DEFAULT_THREAD_BUDGET, own.thread_budget),
+            window=_chosen(fitted.snapshot_window, DEFAULT_ADJACENT_WINDOW, own.window),
         )
         return None if settings == self.engine.settings else settings
 
@@ -484,3 +492,7 @@ class ClaudeResponder:
         # The log is the truth: the next turn re-attaches fresh context.
         self._load(session, session.log.entries())
         return True
+
+
+def _chosen(recipe: int | None, default: int, operator: int) -> int:
+    return operator if recipe is None or recipe == default else recipe
