@@ -12,7 +12,7 @@ from typing import Any
 
 from chanctx.bot.claude.answers import Turn
 from chanctx.bot.runtime import Runtime
-from chanctx.bot.slack.listeners.mentions import event_id_of, turn_for
+from chanctx.bot.slack.listeners.mentions import event_id_of, question_fault, turn_for
 from chanctx.bot.slack.routing import current
 from slack_bolt import App
 
@@ -43,8 +43,13 @@ def register(app: App) -> None:
     def on_message(event: dict[str, Any], body: dict[str, Any]) -> None:
         runtime = current()
         me = runtime.engine.me
-        if needs_answer(event, me.user_id, me.bot_id):
-            runtime.trigger(pane_turn(runtime, event), event_id=event_id_of(body))
+        if not needs_answer(event, me.user_id, me.bot_id):
+            return
+        fault = question_fault(event)
+        if fault is not None:
+            logger.warning("ignored a direct message that cannot be answered: %s", fault)
+            return
+        runtime.trigger(pane_turn(runtime, event), event_id=event_id_of(body))
 
 
 def pane_turn(runtime: Runtime, event: dict[str, Any]) -> Turn:
