@@ -367,7 +367,7 @@ class Runtime:
         with self.lock:
             self._abandoned[key] = True
             self._in_flight.discard(key)
-        reason = f"the answer took longer than {self.turn_deadline or 0:.0f} s"
+        reason = f"the answer took longer than {self.turn_deadline or 0:g} s"
         threading.Thread(
             target=self._fail, args=(turn, reason), name="chanctx-stuck", daemon=True
         ).start()

@@ -359,10 +359,10 @@ class AnswerRunner:
         for job in overdue:
             turn = job.turn
             logger.warning(
-                "the answer for %s/%s is past its %.0f s deadline: released, its worker replaced",
+                "the answer for %s/%s is past its %g s deadline: released, its worker replaced",
                 turn.channel, turn.anchor_ts, deadline,
             )  # fmt: skip
-            result = TurnResult(turn=turn, error=f"no answer within {deadline:.0f} s")
+            result = TurnResult(turn=turn, error=f"no answer within {deadline:g} s")
             with self._guard:
                 self.results.append(result)
             job.future.set_result(result)

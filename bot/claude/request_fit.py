@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -42,22 +41,24 @@ _FILE_HEAD: Final = "[file "
 # Texts shorter than this are counted directly: hashing them costs about what counting does.
 _MEMO_FROM: Final = 256
 _MEMO_SIZE: Final = 8_192  # texts per counter; a 16-byte key and an int each
-# One memo per counter object (counts differ between tokenizers), gone with the counter.
-_MEMOS: weakref.WeakKeyDictionary[object, LRUCache[bytes, int]] = weakref.WeakKeyDictionary()
+# One memo per counter object (counts differ between tokenizers), keyed by its id; the
+# counter is held with its memo, so the id cannot be reused while the memo lives. Counters
+# are few and live as long as the process (one per tokenizer family, one per exact client).
+_MEMOS: LRUCache[int, tuple[object, LRUCache[bytes, int]]] = LRUCache(maxsize=32)
 _MEMO_LOCK = threading.Lock()
 
 
 def memo_count(count: Callable[[str], int]) -> Callable[[str], int]:
     """``count``, remembering long texts' counts by a hash of their content (bounded). Where
     ``count`` is a counter's bound method, every call site shares that counter's memo."""
+    if getattr(count, "memoized", False):
+        return count
     owner = getattr(count, "__self__", count)
     with _MEMO_LOCK:
-        try:
-            memo = _MEMOS.get(owner)
-            if memo is None:
-                memo = _MEMOS[owner] = LRUCache(maxsize=_MEMO_SIZE)
-        except TypeError:  # not weak-referenceable: a memo for this call only
-            memo = LRUCache(maxsize=_MEMO_SIZE)
+        held = _MEMOS.get(id(owner))
+        if held is None or held[0] is not owner:
+            held = _MEMOS[id(owner)] = (owner, LRUCache(maxsize=_MEMO_SIZE))
+    memo = held[1]
 
     def counted(text: str) -> int:
         if len(text) < _MEMO_FROM:
@@ -72,6 +73,7 @@ def memo_count(count: Callable[[str], int]) -> Callable[[str], int]:
             memo[key] = tokens
         return tokens
 
+    counted.memoized = True  # type: ignore[attr-defined]
     return counted
 
 

@@ -2,11 +2,11 @@
 
 Bolt's ``App`` is synchronous and, with ``process_before_response``, records every event (and
 fsyncs a question into the turn journal) before it answers; so dispatch runs in a worker thread,
-never on the event loop. Whatever a client sends gets a 2xx or a 4xx: a body too large (413), too
-slow (408), not UTF-8 or nested too deep (400), a bad signature (401, checked on the bytes:
-``signature.py``). An envelope that makes our own code fail is logged in one line and
-acknowledged (200), so Slack does not retry a poison event forever; only a failure to store (the
-disk) answers 503, so Slack retries what we could not keep.
+never on the event loop. Whatever a client sends gets a 2xx or a 4xx: headers too large (431),
+a body too large (413), too slow (408), not UTF-8 or nested too deep (400), a bad signature
+(401, checked on the bytes: ``signature.py``). An envelope that makes our own code fail is
+logged in one line and acknowledged (200), so Slack does not retry a poison event forever; only
+a failure to store (the disk) answers 503, so Slack retries what we could not keep.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ __all__ = ["MAX_BODY", "build_asgi_app"]
 
 logger = logging.getLogger("chanctx.server")
 MAX_BODY: Final = 1 << 20  # Slack's event payloads are far smaller; refuse anything huge
+MAX_HEADERS: Final = 16 * 1024  # Slack sends well under 2 KB of headers
 BODY_TIMEOUT: Final = 10.0  # seconds to send a whole body: a slow client holds nothing longer
 
 
@@ -83,6 +84,9 @@ def build_asgi_app(
     verifier = BytesVerifier(signing_secret) if signing_secret else None
 
     async def events(request: Request) -> Response:
+        header_bytes = sum(len(k) + len(v) for k, v in request.headers.raw)
+        if header_bytes > MAX_HEADERS:
+            return _text(431, f"headers larger than {MAX_HEADERS} bytes")
         try:
             body = await asyncio.wait_for(read_body(request, max_body), timeout=body_timeout)
         except BodyTooLarge:

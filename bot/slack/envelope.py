@@ -96,10 +96,13 @@ def parse_json_payload(text: str) -> tuple[Any, str | None]:
     """A JSON request body and why it cannot be dispatched (None: it can). ValueError if it is
     not JSON at all (or nested so deep the parser gives up). Bolt builds its request context on
     construction, so this runs first."""
+    too_deep = ValueError(f"nested more than {MAX_DEPTH} levels deep")
     try:
         body = json.loads(text)
     except RecursionError:
-        raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
+        raise too_deep from None
+    if depth_over(body):
+        raise too_deep
     return body, malformed(body)
 
 

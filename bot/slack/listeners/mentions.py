@@ -65,9 +65,7 @@ def register(app: App) -> None:
         runtime = current()
         if not is_question(event, runtime.engine.me.user_id):
             return
-        fault = question_fault(event)
-        if fault is not None:
-            logger.warning("ignored an app_mention that cannot be answered: %s", fault)
+        if question_fault(event) is not None:  # refused (and logged) before intake
             return
         runtime.trigger(turn_for(event), event_id=event_id_of(body))
 

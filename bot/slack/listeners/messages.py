@@ -45,9 +45,7 @@ def register(app: App) -> None:
         me = runtime.engine.me
         if not needs_answer(event, me.user_id, me.bot_id):
             return
-        fault = question_fault(event)
-        if fault is not None:
-            logger.warning("ignored a direct message that cannot be answered: %s", fault)
+        if question_fault(event) is not None:  # refused (and logged) before intake
             return
         runtime.trigger(pane_turn(runtime, event), event_id=event_id_of(body))
 
