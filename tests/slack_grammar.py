@@ -69,7 +69,7 @@ def _message_fields() -> dict[str, st.SearchStrategy[Any]]:
                 ]
             ),
             st.sampled_from(POISON),
-        ),  # fmt: skip
+        ),
         "channel_type": field(st.sampled_from(["channel", "im", "group", "mpim"])),
         "bot_id": st.one_of(st.just(MISSING), st.sampled_from(POISON)),
         "edited": st.one_of(st.just(MISSING), st.sampled_from(POISON)),

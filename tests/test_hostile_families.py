@@ -81,18 +81,18 @@ def _families() -> dict[str, tuple[bytes, list[tuple[bytes, bytes]], set[int]]]:
             good,
             [(b"X-Slack-Request-Timestamp", stamp), (b"X-Slack-Signature", "v0=é☃".encode())],
             {401},
-        ),  # fmt: skip
+        ),
         "non-ascii timestamp": (
             good,
             [(b"X-Slack-Request-Timestamp", "١٢٣".encode()), (b"X-Slack-Signature", b"v0=00")],
             {401},
-        ),  # fmt: skip
+        ),
         "over-long header": (good, [*signed(good), (b"X-Filler", b"a" * 70_000)], {400, 431}),
         "over-long signature": (
             good,
             [(b"X-Slack-Request-Timestamp", stamp), (b"X-Slack-Signature", b"v0=" + b"f" * 8_000)],
             {401},
-        ),  # fmt: skip
+        ),
         "deep json": (deep(5_000), signed(deep(5_000)), {400}),
         "deep json under the parser's limit": (deep(500), signed(deep(500)), {400}),
         "deep form payload": (
@@ -105,12 +105,12 @@ def _families() -> dict[str, tuple[bytes, list[tuple[bytes, bytes]], set[int]]]:
             good,
             [*signed(good), (b"X-Slack-Signature", b"v0=bad")],
             {200, 401},
-        ),  # fmt: skip
+        ),
         "duplicate content-length": (
             good,
             [*signed(good), (b"Content-Length", b"3"), (b"Content-Length", b"4")],
             {400},
-        ),  # fmt: skip
+        ),
     }
 
 
