@@ -6,11 +6,8 @@ traceback, never a queued turn that cannot be answered, never one channel stoppi
 from __future__ import annotations
 
 import copy
-import hashlib
-import hmac
 import json
 import logging
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,45 +23,15 @@ from chanctx.bot.runtime import Runtime
 from chanctx.bot.server import BackgroundServer, build_asgi_app
 from hypothesis import HealthCheck, given, settings
 
+from .raw_http import deep, raw_post, signed_with
 from .slack_events import BOT_USER, CHANNEL, DM, STATE, envelope, mention_pair, ts
 from .slack_grammar import slack_bodies
 
 SECRET = "0b7d45f23f9a6c1e8c9e1d2b3a4f5e6a"  # a made-up signing secret for the test only
 
 
-def signature(body: bytes, stamp: str) -> str:
-    mac = hmac.new(SECRET.encode(), b"v0:" + stamp.encode() + b":" + body, hashlib.sha256)
-    return "v0=" + mac.hexdigest()
-
-
-def raw_post(port: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> int | None:
-    """POST exactly these header bytes and body; the status, or None if the server closed."""
-    lines = [b"POST /slack/events HTTP/1.1", b"Host: 127.0.0.1", b"Connection: close"]
-    lines += [name + b": " + value for name, value in headers]
-    if not any(name.lower() == b"content-length" for name, _ in headers):
-        lines.append(b"Content-Length: " + str(len(body)).encode())
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(b"\r\n".join(lines) + b"\r\n\r\n" + body)
-        reply = b""
-        while b"\r\n" not in reply:
-            chunk = sock.recv(4096)
-            if not chunk:
-                return None
-            reply += chunk
-    return int(reply.split(b" ", 2)[1])
-
-
 def signed(body: bytes, content_type: bytes = b"application/json") -> list[tuple[bytes, bytes]]:
-    stamp = str(int(time.time()))
-    return [
-        (b"Content-Type", content_type),
-        (b"X-Slack-Request-Timestamp", stamp.encode()),
-        (b"X-Slack-Signature", signature(body, stamp).encode()),
-    ]
-
-
-def deep(levels: int) -> bytes:
-    return b'{"type":"event_callback","event":' + b"[" * levels + b"]" * levels + b"}"
+    return signed_with(SECRET, body, content_type)
 
 
 def _families() -> dict[str, tuple[bytes, list[tuple[bytes, bytes]], set[int]]]:
