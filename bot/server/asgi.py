@@ -104,7 +104,9 @@ def build_asgi_app(
             headers.get("x-slack-signature"),
         ):
             return _text(401, "invalid or stale signature")
-        refused = _refusal(body, headers.get("content-type", ""))
+        # Off the event loop: a body nested thousands deep takes a while to refuse, and
+        # /healthz must not wait for it.
+        refused = await run_in_threadpool(_refusal, body, headers.get("content-type", ""))
         if refused is not None:
             return refused
         try:

@@ -1,23 +1,26 @@
 """``app_mention``: a question for the bot in a channel or thread.
 
-A question's ids and timestamps are checked before it is queued: a turn anchored at ``abc`` or
-``NaN`` can never be answered, and queued it would fail (or hang on a history that has no such
-message) on every start. A bad one is acknowledged, logged once, and never queued.
+A question's ids and timestamps are checked before it is queued (``question_fault``, which the
+intake middleware applies before intake): a turn anchored at ``abc`` or ``NaN`` can never be
+answered, and queued it would fail (or wait on a history that has no such message) on every
+start. A bad one is acknowledged, logged once, and never queued.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 from typing import Any, Final
 
 from chanctx.bot.claude.answers import Turn
+from chanctx.bot.slack._slack_models import SlackMessage
+from chanctx.bot.slack.intake import SelfIdentity, to_message
 from chanctx.bot.slack.routing import current
+from chanctx.context._errors import InvalidTimestamp
+from pydantic import ValidationError
 from slack_bolt import App
 
 __all__ = ["question_fault", "register"]
 
-logger = logging.getLogger("chanctx.listeners")
 # Slack's message ids ("1781020800.000100") and object ids ("C0123ABCD", "U0123ABCD").
 _TS: Final = re.compile(r"\d{10}\.\d{6}")
 _ID: Final = re.compile(r"[A-Z0-9]{1,40}")
@@ -38,6 +41,10 @@ def question_fault(event: dict[str, Any]) -> str | None:
             continue
         if not isinstance(value, str) or not form.fullmatch(value):
             return f"'{key}' is {_shown(value)}"
+    try:  # the message itself as intake reads it: one it cannot record cannot be answered
+        to_message(SlackMessage.model_validate(event), str(event["channel"]), SelfIdentity())
+    except (ValidationError, InvalidTimestamp, TypeError, ValueError, AttributeError) as error:
+        return f"the message is malformed ({str(error).splitlines()[0][:120]})"
     return None
 
 
