@@ -14,6 +14,7 @@ thread for parts posted just before a crash.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -42,6 +43,7 @@ logger = logging.getLogger("chanctx.runtime")
 # (immediately, 1 min, 5 min) with room to spare. Turns are remembered longer, in the journal.
 _DEDUP_SECONDS = 600.0
 _STATUS_TEXT = "is reading the channel..."
+_SLACK_TS = re.compile(r"\d{10}\.\d{6}")  # a message id, as every queued anchor must be
 _FAILURE_TEXT = "Sorry, I couldn't answer this one: {reason}. Nothing is lost; please ask again."
 
 
@@ -251,7 +253,13 @@ class Runtime:
                 logger.warning("could not post a recovered answer: %s", error)
             picked += 1
         for waiting in pending:
-            picked += self._submit(Turn(**waiting.payload))
+            turn = Turn(**waiting.payload)
+            if not _SLACK_TS.fullmatch(turn.anchor_ts):
+                # Queued by an older version that did not check mentions: never answerable.
+                logger.warning("dropped a queued turn anchored at %r", turn.anchor_ts[:40])
+                self.turns.finish(waiting.turn_id)
+                continue
+            picked += self._submit(turn)
         if picked:
             logger.info("recovered %d unfinished turns", picked)
         return picked

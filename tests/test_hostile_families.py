@@ -11,7 +11,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -282,3 +283,16 @@ def test_a_form_payload_slack_would_send_still_gets_through(
     body = urlencode({"command": "/chanctx", "text": "help", "channel_id": CHANNEL,
                       "user_id": "U1", "team_id": "T0TEST0001"}).encode()  # fmt: skip
     assert raw_post(server.port, body, signed(body, b"application/x-www-form-urlencoded")) == 200
+
+
+def test_a_turn_an_older_version_queued_at_a_bad_ts_is_dropped_on_recovery(
+    tmp_path: Path,
+) -> None:
+    with OfflineBot(copy.deepcopy(STATE), data_dir=tmp_path) as bot:
+        for anchor in ("abc", "123", ts(40)):
+            turn = Turn(channel=CHANNEL, thread_ts=anchor, anchor_ts=anchor, user="U1")
+            assert bot.runtime.turns.enqueue(f"{CHANNEL}:{anchor}", asdict(turn), None)
+        assert bot.runtime.recover() == 1  # only the one a message id anchors
+        bot.runtime.runner.drain(30)
+        assert bot.runtime.turns.is_done(f"{CHANNEL}:abc")
+        assert bot.runtime.turns.is_done(f"{CHANNEL}:123")
