@@ -13,6 +13,7 @@ from typing import Final
 BENCHES: Final[dict[str, tuple[str, ...]]] = {
     "thread_build": ("ThreadContext build time",),
     "tokens": ("Token counting",),
+    "request_fit": ("Request fitting",),
     "media_tokens": ("Media",),
     "session_tokens": ("Claude session tokens",),
     "slack_edge": ("Slack edge",),

@@ -265,7 +265,7 @@ def test_per_thread_state_does_not_grow_with_the_number_of_threads(tmp_path: Pat
             Turn(channel=CHANNEL, thread_ts=f"{n}.000001", anchor_ts=f"{n}.000001", user="U1")
         )
     runner.drain(30)
-    assert runner._thread_locks == {} and len(runner.results) == 50
+    assert runner.idle() and len(runner.results) == 50
     runner.close()
 
 

@@ -14,6 +14,7 @@ thread for parts posted just before a crash.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -53,6 +54,7 @@ logger = logging.getLogger("chanctx.runtime")
 # (immediately, 1 min, 5 min) with room to spare. Turns are remembered longer, in the journal.
 _DEDUP_SECONDS = 600.0
 _STATUS_TEXT = "is reading the channel..."
+_SLACK_TS = re.compile(r"\d{10}\.\d{6}")  # a message id, as every queued anchor must be
 _FAILURE_TEXT = "Sorry, I couldn't answer this one: {reason}. Nothing is lost; please ask again."
 
 
@@ -84,6 +86,9 @@ class Runtime:
     client: WebClient
     responder: Responder = field(default_factory=NullResponder)
     workers: int = 4
+    # A turn still running after this many seconds is released (bot/claude/answers.py) and
+    # its asker told; None: no deadline. Past Claude's own deadline, with room for Slack.
+    turn_deadline: float | None = 300.0
     post_backoff: float = 0.5  # seconds before the first retry of a failed post, doubling
     stream: bool = True  # stream answers (chat.startStream...) where Slack lets us
     team_id: str = ""  # the workspace (the default recipient team of a stream)
@@ -109,8 +114,13 @@ class Runtime:
 
     def __post_init__(self) -> None:
         self.runner = AnswerRunner(
-            self.answer, workers=self.workers, keep_results=self.keep_results
+            self.answer,
+            workers=self.workers,
+            keep_results=self.keep_results,
+            deadline=self.turn_deadline,
+            on_stuck=self._stuck,
         )
+        self._abandoned: LRUCache[str, bool] = LRUCache(maxsize=1_000)
         self.membership = MembershipChecker(self.client)
         me = self.engine.me
         self.poster = Poster(
@@ -254,7 +264,13 @@ class Runtime:
                 logger.warning("could not post a recovered answer: %s", error)
             picked += 1
         for waiting in pending:
-            picked += self._submit(Turn(**waiting.payload))
+            turn = Turn(**waiting.payload)
+            if not _SLACK_TS.fullmatch(turn.anchor_ts):
+                # Queued by an older version that did not check mentions: never answerable.
+                logger.warning("dropped a queued turn anchored at %r", turn.anchor_ts[:40])
+                self.turns.finish(waiting.turn_id)
+                continue
+            picked += self._submit(turn)
         if picked:
             logger.info("recovered %d unfinished turns", picked)
         return picked
@@ -352,7 +368,9 @@ class Runtime:
             if text and refused:
                 text = f"_{refused}_\n\n{text}"
                 result.reply = text  # what the user sees, note included
-            if text:
+            if self._given_up(turn):
+                logger.warning("dropped the late answer of %s (already told it failed)", key)
+            elif text:
                 # Slack renders the Markdown itself; long answers go out as several
                 # messages, split where a reader would split.
                 result.reply_ts = self._deliver(
@@ -370,14 +388,32 @@ class Runtime:
             logger.exception("answer failed in %s/%s", turn.channel, turn.thread_ts)
             result.error = f"{type(error).__name__}: {error}"
             # Our own errors say what happened in words; anything else by its name only.
-            self._fail(
-                turn, str(error) if isinstance(error, ChanctxError) else type(error).__name__
-            )
+            if not self._given_up(turn):
+                self._fail(
+                    turn, str(error) if isinstance(error, ChanctxError) else type(error).__name__
+                )
         finally:
             self._show_working(turn, on=False)
             with self.lock:
                 self._in_flight.discard(key)
         return result
+
+    def _stuck(self, turn: Turn) -> None:
+        """A turn past its deadline: the runner gave its worker to others; the asker is told
+        (off the runner's watch thread: a post can be slow too), and whatever the stuck answer
+        still produces is never posted."""
+        key = turn_id(turn)
+        with self.lock:
+            self._abandoned[key] = True
+            self._in_flight.discard(key)
+        reason = f"the answer took longer than {self.turn_deadline or 0:g} s"
+        threading.Thread(
+            target=self._fail, args=(turn, reason), name="chanctx-stuck", daemon=True
+        ).start()
+
+    def _given_up(self, turn: Turn) -> bool:
+        with self.lock:
+            return turn_id(turn) in self._abandoned
 
     def _deliver(
         self,
@@ -388,6 +424,7 @@ class Runtime:
         check_thread: bool = False,
         streaming: dict[int, str] | None = None,
         buttons: bool = True,
+        stream: bool = True,
     ) -> list[str]:
         """Write the answer to the outbox, deliver each part not yet posted (streamed where
         Slack lets us), then finish. The last part of an answer carries the feedback buttons."""
@@ -417,7 +454,10 @@ class Runtime:
                                                 part=index, buttons=blocks.get(index, ()),
                                                 thread_ts=turn.thread_ts))  # fmt: skip
         for index, text in enumerate(parts):
-            if index not in posted:
+            if index not in posted and not stream:
+                done(index, self.poster.post(turn.channel, turn.thread_ts, text, turn_id=key,
+                                             part=index, buttons=blocks.get(index, ())))  # fmt: skip
+            elif index not in posted:
                 ts = self.poster.deliver(
                     turn.channel, turn.thread_ts, text, turn_id=key, part=index,
                     recipient=(turn.team or self.team_id, turn.user), after_ts=turn.anchor_ts,
@@ -436,7 +476,10 @@ class Runtime:
         question cannot fail again on every restart."""
         key = turn_id(turn)
         try:
-            self._deliver(turn, [_FAILURE_TEXT.format(reason=reason)], {}, buttons=False)
+            # Posted, not streamed: a stream that failed the answer must not fail this too.
+            self._deliver(
+                turn, [_FAILURE_TEXT.format(reason=reason)], {}, buttons=False, stream=False
+            )
         except SlackApiError:
             logger.warning(
                 "could not post the failure notice in %s/%s", turn.channel, turn.thread_ts

@@ -154,6 +154,8 @@ def build_runtime(
         ),
         playbooks=playbooks,
         keep_results=200,  # memory stays flat however many answers a running bot gives
+        # Claude's deadline, then time to fetch context and post: past it a turn is released.
+        turn_deadline=2 * options.claude_deadline + 60,
         team_id=team,
         replicas=replicas,
     )
@@ -209,7 +211,10 @@ def serve(
                 app,
                 signing_secret=settings.signing_secret,
                 ready=ready,
-                status=(lambda: {"replica": shared.status()}) if shared is not None else None,
+                status=lambda: {
+                    "answers": runtime.runner.status(),  # stuck turns show here
+                    **({"replica": shared.status()} if shared is not None else {}),
+                },
                 extra_routes=_api_routes(runtime, settings),
             )
             logger.info(

@@ -62,12 +62,22 @@ from chanctx.bot.replay.fake_socket_mode import FakeSocketMode
 from chanctx.bot.replay.fake_stream import STREAM_TTL, SlackError
 
 __all__ = [
+    "DEFAULT_AUTH",
     "FILE_DOWNLOAD",
     "FakeSlackAPI",
     "RecordedCall",
     "RecordedReaction",
     "RecordedStatus",
 ]
+
+# Who the bot is when the fixture does not say (``auth.test``); each key the fixture gives wins.
+DEFAULT_AUTH: Final[dict[str, str]] = {
+    "user_id": "U0REPLAYBOT",
+    "bot_id": "B0REPLAYBOT",
+    "team_id": "T0REPLAY01",
+    "user": "chanctx",
+    "team": "Replay",
+}
 
 # What `post_error_rate` fails: every call that puts an answer in front of a user.
 _CHAOS_METHODS: Final = frozenset(
@@ -100,7 +110,9 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
         error=...)``; only ``method`` is required, an absent key takes ``fail_next``'s default.
         """
         state = copy.deepcopy(dict(state or {}))
-        self._auth: dict[str, Any] = dict(state.get("auth") or {})
+        # A fixture without ``auth`` (slack_api.json is optional) still gets a bot identity:
+        # without one nothing the bot posts or streams would count as its own.
+        self._auth: dict[str, Any] = {**DEFAULT_AUTH, **dict(state.get("auth") or {})}
         self._channels: dict[str, Any] = dict(state.get("channels") or {})
         self._users: dict[str, Any] = dict(state.get("users") or {})
         self._files: dict[str, Any] = dict(state.get("files") or {})

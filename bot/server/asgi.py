@@ -2,10 +2,11 @@
 
 Bolt's ``App`` is synchronous and, with ``process_before_response``, records every event (and
 fsyncs a question into the turn journal) before it answers; so dispatch runs in a worker thread,
-never on the event loop. Whatever a client sends gets a 2xx or a 4xx: a body too large (413), too
-slow (408), not UTF-8 (400), a bad signature (401, Bolt's check). An envelope that makes our own
-code fail is logged and acknowledged (200), so Slack does not retry a poison event forever; only a
-failure to store (the disk) answers 503, so Slack retries what we could not keep.
+never on the event loop. Whatever a client sends gets a 2xx or a 4xx: headers too large (431),
+a body too large (413), too slow (408), not UTF-8 or nested too deep (400), a bad signature
+(401, checked on the bytes: ``signature.py``). An envelope that makes our own code fail is
+logged in one line and acknowledged (200), so Slack does not retry a poison event forever; only
+a failure to store (the disk) answers 503, so Slack retries what we could not keep.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Final
+from urllib.parse import parse_qs
 
 from chanctx.bot.server.bodies import BodyTooLarge, read_body
-from chanctx.bot.slack.envelope import STORE_FAILED, parse_json_payload
+from chanctx.bot.server.signature import BytesVerifier
+from chanctx.bot.slack.envelope import STORE_FAILED, describe_error, parse_json_payload
 from chanctx.manifest_store import StoreUnavailable
 from slack_bolt import App
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
-from slack_sdk.signature import SignatureVerifier
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
@@ -32,11 +34,36 @@ __all__ = ["MAX_BODY", "build_asgi_app"]
 
 logger = logging.getLogger("chanctx.server")
 MAX_BODY: Final = 1 << 20  # Slack's event payloads are far smaller; refuse anything huge
+MAX_HEADERS: Final = 16 * 1024  # Slack sends well under 2 KB of headers
 BODY_TIMEOUT: Final = 10.0  # seconds to send a whole body: a slow client holds nothing longer
 
 
 def _text(status: int, message: str) -> Response:
     return JSONResponse({"ok": False, "error": message}, status_code=status)
+
+
+def _refusal(body: bytes, content_type: str) -> Response | None:
+    """What to answer a body Bolt must not parse: not UTF-8 or not JSON (400), nested too deep
+    (400), or an envelope Bolt would crash on (acknowledged and logged); None: dispatch it."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return _text(400, "body is not UTF-8")
+    if "form-urlencoded" in content_type:
+        # Interactivity and commands: the JSON, if any, is in the ``payload`` field.
+        fields = parse_qs(text, keep_blank_values=True)
+        payloads = fields.get("payload")
+        if not payloads:
+            return None
+        text = payloads[0]
+    try:
+        _, reason = parse_json_payload(text)
+    except ValueError as error:
+        return _text(400, f"body is not JSON: {str(error)[:200]}")
+    if reason is not None:
+        logger.warning("acknowledged and dropped a malformed payload: %s", reason)
+        return Response(status_code=200)
+    return None
 
 
 def build_asgi_app(
@@ -54,9 +81,12 @@ def build_asgi_app(
     replicas: Redis answers, the change stream read); ``status``: more to say on ``/readyz``.
     ``signing_secret``: checked here first, so an unsigned body is a 401 whatever its shape
     (Bolt checks again; parsing what nobody signed is not our business)."""
-    verifier = SignatureVerifier(signing_secret) if signing_secret else None
+    verifier = BytesVerifier(signing_secret) if signing_secret else None
 
     async def events(request: Request) -> Response:
+        header_bytes = sum(len(k) + len(v) for k, v in request.headers.raw)
+        if header_bytes > MAX_HEADERS:
+            return _text(431, f"headers larger than {MAX_HEADERS} bytes")
         try:
             body = await asyncio.wait_for(read_body(request, max_body), timeout=body_timeout)
         except BodyTooLarge:
@@ -67,18 +97,18 @@ def build_asgi_app(
             return _text(408, f"body not received within {body_timeout:g} s")
         except ClientDisconnect:
             return _text(400, "client disconnected")
-        if verifier is not None and not verifier.is_valid_request(body, dict(request.headers)):
+        headers = request.headers
+        if verifier is not None and not verifier.is_valid(
+            body,
+            headers.get("x-slack-request-timestamp"),
+            headers.get("x-slack-signature"),
+        ):
             return _text(401, "invalid or stale signature")
-        if "form-urlencoded" not in request.headers.get("content-type", ""):
-            try:
-                _, reason = parse_json_payload(body.decode("utf-8"))
-            except UnicodeDecodeError:
-                return _text(400, "body is not UTF-8")
-            except ValueError as error:
-                return _text(400, f"body is not JSON: {error}")
-            if reason is not None:
-                logger.warning("acknowledged and dropped a malformed payload: %s", reason)
-                return Response(status_code=200)
+        # Off the event loop: a body nested thousands deep takes a while to refuse, and
+        # /healthz must not wait for it.
+        refused = await run_in_threadpool(_refusal, body, headers.get("content-type", ""))
+        if refused is not None:
+            return refused
         try:
             bolt_request = to_bolt_request(request, body)
         except UnicodeDecodeError:
@@ -87,11 +117,17 @@ def build_asgi_app(
             return _text(400, f"body is not a Slack payload ({type(error).__name__})")
         try:
             response = await run_in_threadpool(bolt.dispatch, bolt_request)
-        except OSError:
-            logger.exception("could not store an event: Slack will retry it")
+        except OSError as error:
+            logger.warning(
+                "could not store an event (%s): Slack will retry it", describe_error(error)
+            )
             return _text(503, "could not store the event; retry")
-        except Exception:
-            logger.exception("an event failed; acknowledged so Slack does not retry it forever")
+        except Exception as error:
+            logger.warning(
+                "an event failed (%s); acknowledged so Slack does not retry it forever",
+                describe_error(error),
+            )
+            logger.debug("event failure", exc_info=error)
             return Response(status_code=200)
         if response.status == STORE_FAILED:
             return _text(503, "could not store the event; retry")

@@ -11,19 +11,50 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
-from typing import Any
+from typing import Any, Final
 
 from slack_bolt import App, BoltRequest, BoltResponse
 
-__all__ = ["STORE_FAILED", "GuardedApp", "malformed", "parse_json_payload"]
+__all__ = [
+    "MAX_DEPTH",
+    "STORE_FAILED",
+    "GuardedApp",
+    "depth_over",
+    "describe_error",
+    "malformed",
+    "parse_json_payload",
+]
 
 logger = logging.getLogger("chanctx.envelope")
+# Slack's deepest payloads (a block_actions view's state) nest about a dozen levels; far deeper
+# is a hostile body, which recursive code (the JSON parser, Bolt, pydantic) must never see.
+MAX_DEPTH: Final = 64
+
+
+def depth_over(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` levels deep; iterative,
+    so the check itself cannot overflow the stack."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def malformed(body: Any) -> str | None:
     """Why this payload cannot be dispatched, or None if Bolt can take it."""
     if not isinstance(body, dict):
         return f"the payload is {type(body).__name__}, not an object"
+    if depth_over(body):
+        return f"the payload nests more than {MAX_DEPTH} levels deep"
     kind = body.get("type")
     if kind is not None and not isinstance(kind, str):
         return f"'type' is {type(kind).__name__}, not a string"
@@ -63,8 +94,15 @@ def _ids(where: str, part: dict[str, Any]) -> str | None:
 
 def parse_json_payload(text: str) -> tuple[Any, str | None]:
     """A JSON request body and why it cannot be dispatched (None: it can). ValueError if it is
-    not JSON at all. Bolt builds its request context on construction, so this runs first."""
-    body = json.loads(text)
+    not JSON at all (or nested so deep the parser gives up). Bolt builds its request context on
+    construction, so this runs first."""
+    too_deep = ValueError(f"nested more than {MAX_DEPTH} levels deep")
+    try:
+        body = json.loads(text)
+    except RecursionError:
+        raise too_deep from None
+    if depth_over(body):
+        raise too_deep
     return body, malformed(body)
 
 
@@ -78,14 +116,26 @@ def _on_error(
     error: Exception, response: BoltResponse | None, logger: logging.Logger
 ) -> BoltResponse | None:
     """Bolt answers any listener failure 500; we tell a storage failure from the rest."""
+    # One line each: a payload missing what a listener needs is the client's, not a crash;
+    # the traceback is there at debug level for when it is ours.
+    logger.debug("listener failure", exc_info=error)
     if response is None:  # the listener had acknowledged already: nothing left to decide
-        logger.exception("a listener failed after its ack")
+        logger.warning("a listener failed after its ack: %s", describe_error(error))
         return None
     if isinstance(error, OSError):
-        logger.exception("could not store an event: Slack will retry it")
+        logger.warning("could not store an event (%s): Slack will retry it", describe_error(error))
         return BoltResponse(status=STORE_FAILED, body="could not store the event; retry")
-    logger.exception("an event failed; acknowledged so Slack does not retry it forever")
+    logger.warning(
+        "an event failed (%s); acknowledged so Slack does not retry it forever",
+        describe_error(error),
+    )
     return BoltResponse(status=200, body="")
+
+
+def describe_error(error: BaseException) -> str:
+    """An error in one line: its type and the first line of its message, kept short."""
+    text = str(error).splitlines()[0][:200] if str(error) else ""
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 class GuardedApp(App):

@@ -41,6 +41,16 @@ def greeting(channel_name: str | None) -> tuple[str, list[dict[str, str]]]:
     )
 
 
+def _thread_of(thread: Any) -> tuple[str, str] | None:
+    """The pane thread's (channel, ts), or None when the event does not say both."""
+    if not isinstance(thread, dict):
+        return None
+    channel, ts = thread.get("channel_id"), thread.get("thread_ts")
+    if isinstance(channel, str) and channel and isinstance(ts, str) and ts:
+        return channel, ts
+    return None
+
+
 def build() -> Assistant:
     # Each workspace's pane threads live in its own runtime's store.
     assistant = Assistant(thread_context_store=RoutedThreadStore())
@@ -50,20 +60,17 @@ def build() -> Assistant:
         payload: dict[str, Any], say: Say, set_suggested_prompts: SetSuggestedPrompts
     ) -> None:
         runtime = current()
-        thread = payload.get("assistant_thread") or {}
+        thread = payload.get("assistant_thread")
+        where = _thread_of(thread)
+        if where is None:
+            # Nowhere to greet (and Bolt's say needs the channel): the event is dropped.
+            logger.warning("an assistant_thread_started without its channel or thread; ignored")
+            return
+        assert isinstance(thread, dict)
         context = thread.get("context") or {}
         viewed = context.get("channel_id") if isinstance(context, dict) else None
-        if (
-            isinstance(viewed, str)
-            and viewed
-            and thread.get("channel_id")
-            and thread.get("thread_ts")
-        ):
-            runtime.assistant_threads.save(
-                channel_id=str(thread["channel_id"]),
-                thread_ts=str(thread["thread_ts"]),
-                context=context,
-            )
+        if isinstance(viewed, str) and viewed:
+            runtime.assistant_threads.save(channel_id=where[0], thread_ts=where[1], context=context)
         name = (
             runtime.engine.names.channels.get(viewed)
             if isinstance(viewed, str) and viewed

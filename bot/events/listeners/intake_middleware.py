@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
+from chanctx.bot.events.listeners.mentions import question_fault
 from chanctx.bot.events.routing import current_or_none
 from slack_bolt import BoltRequest, BoltResponse
 from slack_bolt.middleware import Middleware
@@ -42,6 +44,12 @@ class IntakeMiddleware(Middleware):
         if runtime is None or body.get("type") != "event_callback" or not isinstance(event, dict):
             next()
             return None
+        fault = _question_fault(event)
+        if fault is not None:
+            # Nothing a question with a bad id or ts carries is usable: not recorded, not
+            # queued, said once.
+            logger.warning("ignored a %s that cannot be answered: %s", event.get("type"), fault)
+            return BoltResponse(status=200, body="")
         if runtime.replicas is not None:
             # Recorded in the change stream, which every replica's caches read.
             if runtime.publish(event, body.get("event_id")) or event.get("type") in _REPLAYABLE:
@@ -59,6 +67,25 @@ class IntakeMiddleware(Middleware):
         runtime.intake(event)
         next()
         return None
+
+
+def _question_fault(event: dict[str, Any]) -> str | None:
+    """Why a would-be question (a mention, or a person's new message in a DM) cannot be
+    queued; None for every other event, which intake judges on its own."""
+    kind = event.get("type")
+    if kind == "message":
+        subtype = event.get("subtype")
+        if event.get("channel_type") != "im" or subtype not in (
+            None,
+            "file_share",
+            "thread_broadcast",
+        ):
+            return None
+        if event.get("bot_id"):
+            return None
+    elif kind != "app_mention":
+        return None
+    return question_fault(event)
 
 
 def build() -> IntakeMiddleware:

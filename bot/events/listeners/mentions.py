@@ -1,14 +1,56 @@
-"""``app_mention``: a question for the bot in a channel or thread."""
+"""``app_mention``: a question for the bot in a channel or thread.
+
+A question's ids and timestamps are checked before it is queued (``question_fault``, which the
+intake middleware applies before intake): a turn anchored at ``abc`` or ``NaN`` can never be
+answered, and queued it would fail (or wait on a history that has no such message) on every
+start. A bad one is acknowledged, logged once, and never queued.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Final
 
 from chanctx.bot.core.turns import Turn
 from chanctx.bot.events.routing import current
+from chanctx.bot.slack._slack_models import SlackMessage
+from chanctx.bot.slack.intake import SelfIdentity, to_message
+from chanctx.context.errors import InvalidTimestamp
+from pydantic import ValidationError
 from slack_bolt import App
 
-__all__ = ["register"]
+__all__ = ["question_fault", "register"]
+
+# Slack's message ids ("1781020800.000100") and object ids ("C0123ABCD", "U0123ABCD").
+_TS: Final = re.compile(r"\d{10}\.\d{6}")
+_ID: Final = re.compile(r"[A-Z0-9]{1,40}")
+
+
+def question_fault(event: dict[str, Any]) -> str | None:
+    """Why this event cannot be queued as a question (a field and its bad value), or None."""
+    for key, form, required in (
+        ("channel", _ID, True),
+        ("user", _ID, True),
+        ("ts", _TS, True),
+        ("thread_ts", _TS, False),
+        ("team", _ID, False),
+        ("user_team", _ID, False),
+    ):
+        value = event.get(key)
+        if value is None and not required:
+            continue
+        if not isinstance(value, str) or not form.fullmatch(value):
+            return f"'{key}' is {_shown(value)}"
+    try:  # the message itself as intake reads it: one it cannot record cannot be answered
+        to_message(SlackMessage.model_validate(event), str(event["channel"]), SelfIdentity())
+    except (ValidationError, InvalidTimestamp, TypeError, ValueError, AttributeError) as error:
+        return f"the message is malformed ({str(error).splitlines()[0][:120]})"
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def turn_for(event: dict[str, Any], *, assistant_thread: bool = False) -> Turn:
@@ -28,8 +70,11 @@ def register(app: App) -> None:
     @app.event("app_mention")
     def on_mention(event: dict[str, Any], body: dict[str, Any]) -> None:
         runtime = current()
-        if is_question(event, runtime.engine.me.user_id):
-            runtime.trigger(turn_for(event), event_id=event_id_of(body))
+        if not is_question(event, runtime.engine.me.user_id):
+            return
+        if question_fault(event) is not None:  # refused (and logged) before intake
+            return
+        runtime.trigger(turn_for(event), event_id=event_id_of(body))
 
 
 def event_id_of(body: dict[str, Any]) -> str | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.core.turns import Turn
-from chanctx.bot.events.listeners.mentions import event_id_of, turn_for
+from chanctx.bot.events.listeners.mentions import event_id_of, question_fault, turn_for
 from chanctx.bot.events.routing import current
 from slack_bolt import App
 
@@ -43,8 +43,11 @@ def register(app: App) -> None:
     def on_message(event: dict[str, Any], body: dict[str, Any]) -> None:
         runtime = current()
         me = runtime.engine.me
-        if needs_answer(event, me.user_id, me.bot_id):
-            runtime.trigger(pane_turn(runtime, event), event_id=event_id_of(body))
+        if not needs_answer(event, me.user_id, me.bot_id):
+            return
+        if question_fault(event) is not None:  # refused (and logged) before intake
+            return
+        runtime.trigger(pane_turn(runtime, event), event_id=event_id_of(body))
 
 
 def pane_turn(runtime: Runtime, event: dict[str, Any]) -> Turn:
