@@ -28,6 +28,7 @@ __all__ = [
     "Record",
     "SelfIdentity",
     "intake",
+    "message_fault",
 ]
 
 logger = logging.getLogger("chanctx.intake")
@@ -230,3 +231,12 @@ def intake(event: Mapping[str, Any], me: SelfIdentity) -> IntakeAction:
 
 def _first_line(error: Exception) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+def message_fault(event: Mapping[str, Any], channel: str) -> str | None:
+    """Why intake could not record this message (its first line), or None when it can."""
+    try:
+        to_message(SlackMessage.model_validate(event), channel, SelfIdentity())
+    except (ValidationError, InvalidTimestamp, TypeError, ValueError, AttributeError) as error:
+        return _first_line(error)
+    return None

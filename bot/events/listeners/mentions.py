@@ -13,10 +13,7 @@ from typing import Any, Final
 
 from chanctx.bot.core.turns import Turn
 from chanctx.bot.events.routing import current
-from chanctx.bot.slack._slack_models import SlackMessage
-from chanctx.bot.slack.intake import SelfIdentity, to_message
-from chanctx.context.errors import InvalidTimestamp
-from pydantic import ValidationError
+from chanctx.bot.slack.intake import message_fault
 from slack_bolt import App
 
 __all__ = ["question_fault", "register"]
@@ -41,11 +38,9 @@ def question_fault(event: dict[str, Any]) -> str | None:
             continue
         if not isinstance(value, str) or not form.fullmatch(value):
             return f"'{key}' is {_shown(value)}"
-    try:  # the message itself as intake reads it: one it cannot record cannot be answered
-        to_message(SlackMessage.model_validate(event), str(event["channel"]), SelfIdentity())
-    except (ValidationError, InvalidTimestamp, TypeError, ValueError, AttributeError) as error:
-        return f"the message is malformed ({str(error).splitlines()[0][:120]})"
-    return None
+    # The message itself as intake reads it: one it cannot record cannot be answered.
+    fault = message_fault(event, str(event["channel"]))
+    return None if fault is None else f"the message is malformed ({fault[:120]})"
 
 
 def _shown(value: Any) -> str:
