@@ -56,6 +56,12 @@ def store(tmp_path: Path) -> SqliteChannelStore:
     opened.close()
 
 
+def test_every_exported_name_exists() -> None:
+    from chanctx.cache import channel_store
+
+    assert all(hasattr(channel_store, name) for name in channel_store.__all__)
+
+
 def test_the_same_message_twice_adds_nothing_and_a_tombstone_wins_over_a_copy(
     store: SqliteChannelStore,
 ) -> None:

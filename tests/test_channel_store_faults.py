@@ -106,6 +106,17 @@ def test_another_applications_database_and_a_newer_version_are_refused(tmp_path:
     assert "schema version 99 is newer than this chanctx reads (1)" in text
 
 
+def test_a_version_no_migration_starts_from_is_refused_with_one_line(tmp_path: Path) -> None:
+    path = filled(tmp_path, 10)
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 0")  # ours (application id), but older than any we wrote
+    db.commit()
+    db.close()
+    with pytest.raises(StoreCorrupt) as caught:
+        SqliteChannelStore(tmp_path)
+    assert "schema version 0, which no migration starts from" in one_line_naming(caught.value, path)
+
+
 def test_the_check_command_passes_a_whole_store_and_names_a_broken_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
