@@ -8,6 +8,7 @@ that was deleted, edited away or forgotten is anywhere in the bytes of the data 
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +125,7 @@ class StoreMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         self.store.close()
+        shutil.rmtree(self.dir)
 
     def _word(self) -> str:
         self.counter += 1
