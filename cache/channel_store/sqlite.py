@@ -32,6 +32,7 @@ from chanctx.cache.channel_store._maintenance import (
     optimize_pending,
     purge_before,
 )
+from chanctx.cache.channel_store._protocol import ChannelStore
 from chanctx.cache.channel_store._reads import Reads
 from chanctx.cache.channel_store._records import StoreEvent, WriteResult
 from chanctx.cache.channel_store._schema import check_header, prepare
@@ -249,3 +250,7 @@ class SqliteChannelStore(Reads):
         if code is not None and code & 0xFF in (_CORRUPT, _NOTADB):
             return StoreCorrupt(self.path, str(error))
         return error
+
+
+def _implements_the_protocol(store: SqliteChannelStore) -> ChannelStore:
+    return store  # mypy --strict checks every method's signature against ChannelStore's
