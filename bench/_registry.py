@@ -24,6 +24,7 @@ BENCHES: Final[dict[str, tuple[str, ...]]] = {
     "durable": ("Memory under load (durable answering)",),
     "scale_out": ("Scale-out on Redis",),
     "memory": ("Memory per message and intake",),
+    "store": ("Channel store",),
     # Last: it draws the pictures from the tables the others wrote.
     "plots": ("Plots",),
 }

@@ -1,6 +1,6 @@
 """``python -m chanctx.cache.channel_store check DATA_DIR``: is the store readable and whole?
 
-Read-only (it runs beside a bot using the same data dir): the file's header, its schema
+Changes nothing (it runs beside a bot using the same data dir): the file's header, its schema
 version, SQLite's ``integrity_check`` and each channel's full-text index. Prints one line per
 problem and a summary; exit status 0 when the store is whole, 1 when it is not. A store whose
 only problem is an index can be repaired with ``rebuild-index`` (the bot stopped): every
@@ -30,15 +30,18 @@ def check(data_dir: Path) -> int:
     except StoreError as error:
         print(error)
         return 1
-    db = sqlite3.connect(f"file:{store.path}?mode=ro", uri=True)
+    # FTS5's integrity check is spelt as an INSERT: it runs in a transaction rolled back.
+    db = sqlite3.connect(store.path, isolation_level=None, timeout=10)
     try:
         problems = [r[0] for r in db.execute("PRAGMA integrity_check") if r[0] != "ok"]
+        db.execute("BEGIN")
         for (chan,) in db.execute("SELECT id FROM channels").fetchall():
             table = fts_table(chan)
             try:
                 db.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 0)")
             except sqlite3.DatabaseError as error:
                 problems.append(f"{table}: {error}")
+        db.execute("ROLLBACK")
     except sqlite3.DatabaseError as error:
         problems = [str(error)]
     finally:

@@ -155,7 +155,9 @@ def prepare(db: sqlite3.Connection, path: Path) -> int:
     if version > SCHEMA_VERSION:
         raise StoreTooNew(path, version, SCHEMA_VERSION)
     while version < SCHEMA_VERSION:
-        step = MIGRATIONS[version]
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise StoreCorrupt(path, f"schema version {version}, which no migration starts from")
         with _transaction(db):
             step(db)
             version += 1

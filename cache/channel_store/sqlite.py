@@ -14,6 +14,7 @@ when :meth:`write` returns (docs/design.md says why FULL, not NORMAL).
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -31,11 +32,14 @@ from chanctx.cache.channel_store._maintenance import (
     optimize_pending,
     purge_before,
 )
+from chanctx.cache.channel_store._protocol import ChannelStore
 from chanctx.cache.channel_store._reads import Reads
 from chanctx.cache.channel_store._records import StoreEvent, WriteResult
 from chanctx.cache.channel_store._schema import check_header, prepare
 
 __all__ = ["DB_NAME", "LOCK_NAME", "SqliteChannelStore"]
+
+log = logging.getLogger("chanctx.cache.channel_store")
 
 DB_NAME = "channels.sqlite3"
 LOCK_NAME = "channels.lock"
@@ -91,6 +95,10 @@ class SqliteChannelStore(Reads):
             raise
         super().__init__(self.path)
         self._applier = Applier(self._db)
+        # A kill between a commit and its erase pass leaves erase_pending set and the old
+        # pages in the log: finish that pass before anything else.
+        with self._write_lock:
+            self._erase_after_commit()
 
     def _connect(self, synchronous: str, page_limit: int | None) -> sqlite3.Connection:
         try:
@@ -146,8 +154,17 @@ class SqliteChannelStore(Reads):
                     raise self._translated(error) from None
                 raise
             if result.erased and self._clock() - self._last_erase >= self._erase_interval:
-                self._erase_locked()
+                self._erase_after_commit()
         return result
+
+    def _erase_after_commit(self) -> None:
+        """The batch is committed (the caller may ack it): an erase pass that fails now, for
+        want of space to merge an index, is logged and left for the next pass
+        (``erase_pending`` stays set in the file, so even a restart retries it)."""
+        try:
+            self._erase_locked()
+        except (StoreFull, StoreCorrupt, sqlite3.Error) as error:
+            log.warning("channel store erase pass postponed: %s", error)
 
     def erase(self) -> bool:
         """The erase pass (module ``_maintenance``); False if a reader kept the log from
@@ -233,3 +250,7 @@ class SqliteChannelStore(Reads):
         if code is not None and code & 0xFF in (_CORRUPT, _NOTADB):
             return StoreCorrupt(self.path, str(error))
         return error
+
+
+def _implements_the_protocol(store: SqliteChannelStore) -> ChannelStore:
+    return store  # mypy --strict checks every method's signature against ChannelStore's
