@@ -23,4 +23,5 @@ BENCHES: Final[dict[str, tuple[str, ...]]] = {
     "durable": ("Memory under load (durable answering)",),
     "scale_out": ("Scale-out on Redis",),
     "memory": ("Memory per message and intake",),
+    "store": ("Channel store",),
 }

@@ -1,0 +1,450 @@
+"""Applying a batch of events inside the writer's transaction (see ``_records`` for the rules).
+
+Each method reads the row it changes, decides by the idempotency rule, writes the row and keeps
+the channel's contentless full-text index in step (an index entry is deleted with the exact
+document it was inserted with, recomputed from the old row). Anything that removes text marks
+the channel ``erase_pending``: its index still holds the old terms until the erase pass merges
+them away.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+
+from chanctx.cache import ts_key
+from chanctx.cache.channel_store._records import (
+    ChannelForgotten,
+    ChannelNamed,
+    CursorSaved,
+    FileDeleted,
+    FileShared,
+    MessageDeleted,
+    MessageEdited,
+    MessagePosted,
+    PinChanged,
+    ReactionChanged,
+    StoreEvent,
+    UserForgotten,
+    UserNamed,
+    WriteResult,
+)
+from chanctx.cache.channel_store._rows import (
+    document,
+    message_from_row,
+    row_from_message,
+    version_of,
+)
+from chanctx.cache.channel_store._schema import create_fts, fts_table
+from chanctx.context import Message, Reaction
+
+__all__ = ["Applier"]
+
+_COLUMNS = "id, ts, thread_ts, user_id, text, reply_count, flags, more, version, deleted"
+_DELETED_FLAG = 8
+
+
+@dataclass(slots=True)
+class _Row:
+    id: int
+    ts: str
+    thread_ts: str | None
+    user_id: str
+    text: str
+    reply_count: int
+    flags: int
+    more: str | None
+    version: int
+    deleted: int
+
+    def message(self, channel: str) -> Message:
+        return message_from_row(
+            channel,
+            self.ts,
+            self.thread_ts,
+            self.user_id,
+            self.text,
+            self.reply_count,
+            self.flags,
+            self.more,
+        )
+
+
+def _thread_rank(message: Message) -> tuple[int, int]:
+    latest = -1 if message.latest_reply is None else ts_key(message.latest_reply)
+    return latest, message.reply_count
+
+
+class Applier:
+    """Applies events on ``db`` (inside a transaction the caller opened)."""
+
+    def __init__(self, db: sqlite3.Connection, *, horizon: int | None = None) -> None:
+        self.db = db
+        self.horizon = horizon  # ts keys below it are older than the retention period
+        self._channels: dict[tuple[str, str], tuple[int, int | None]] = {}
+
+    def forget_cache(self) -> None:
+        """Drop the channel id cache (after a rollback it may name rows that are gone)."""
+        self._channels.clear()
+
+    def apply(self, event: StoreEvent, result: WriteResult) -> None:
+        match event:
+            case MessagePosted():
+                self._post(event.team, event.message, result)
+            case MessageEdited():
+                self._edit(event, result)
+            case MessageDeleted():
+                self._delete(event.team, event.channel, event.ts, result)
+            case ReactionChanged():
+                self._react(event, result)
+            case PinChanged():
+                self._pin(event, result)
+            case FileShared():
+                self._file_shared(event, result)
+            case FileDeleted():
+                self._file_deleted(event, result)
+            case ChannelNamed():
+                chan, _ = self.channel(event.team, event.channel)
+                self.db.execute("UPDATE channels SET name = ? WHERE id = ?", (event.name, chan))
+                result.applied += 1
+            case UserNamed():
+                self.db.execute(
+                    "INSERT INTO users (team, user, name) VALUES (?, ?, ?) "
+                    "ON CONFLICT (team, user) DO UPDATE SET name = excluded.name",
+                    (event.team, event.user, event.name),
+                )
+                result.applied += 1
+            case ChannelForgotten():
+                self._forget_channel(event.team, event.channel, result)
+            case UserForgotten():
+                self._forget_user(event.team, event.user, result)
+            case CursorSaved():
+                chan, _ = self.channel(event.team, event.channel)
+                self.db.execute(
+                    "INSERT INTO cursors (chan, kind, cursor) VALUES (?, ?, ?) "
+                    "ON CONFLICT (chan, kind) DO UPDATE SET cursor = excluded.cursor",
+                    (chan, event.kind, event.cursor.model_dump_json()),
+                )
+                result.applied += 1
+
+    # -- channels -----------------------------------------------------------------------------
+
+    def channel(self, team: str, channel: str) -> tuple[int, int | None]:
+        """(channel id, erased_through) of ``team``/``channel``, created when new."""
+        found = self._channels.get((team, channel))
+        if found is not None:
+            return found
+        row = self.db.execute(
+            "SELECT id, erased_through FROM channels WHERE team = ? AND channel = ?",
+            (team, channel),
+        ).fetchone()
+        if row is None:
+            cursor = self.db.execute(
+                "INSERT INTO channels (team, channel) VALUES (?, ?)", (team, channel)
+            )
+            assert cursor.lastrowid is not None
+            row = (cursor.lastrowid, None)
+            create_fts(self.db, row[0])
+        found = self._channels[(team, channel)] = (int(row[0]), row[1])
+        return found
+
+    def _mark_erased(self, chan: int, result: WriteResult) -> None:
+        self.db.execute("UPDATE channels SET erase_pending = 1 WHERE id = ?", (chan,))
+        result.erased = True
+
+    # -- rows ---------------------------------------------------------------------------------
+
+    def _row(self, chan: int, key: int) -> _Row | None:
+        found = self.db.execute(
+            f"SELECT {_COLUMNS} FROM messages WHERE chan = ? AND ts_key = ?", (chan, key)
+        ).fetchone()
+        return None if found is None else _Row(*found)
+
+    def _index(self, chan: int, row_id: int, text: str, more: str | None) -> None:
+        self.db.execute(
+            f"INSERT INTO {fts_table(chan)} (rowid, doc) VALUES (?, ?)",
+            (row_id, document(text, more)),
+        )
+
+    def _unindex(self, chan: int, row: _Row) -> None:
+        table = fts_table(chan)
+        self.db.execute(
+            f"INSERT INTO {table} ({table}, rowid, doc) VALUES ('delete', ?, ?)",
+            (row.id, document(row.text, row.more)),
+        )
+
+    def _write(self, chan: int, message: Message, old: _Row | None) -> int:
+        """Insert ``message`` or replace ``old`` with it; its row id. Index kept in step."""
+        key, ts, thread_key, thread_ts, user, text, replies, flags, more, version, deleted = (
+            row_from_message(message)
+        )
+        if old is None:
+            cursor = self.db.execute(
+                "INSERT INTO messages (chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
+                "reply_count, flags, more, version, deleted) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    chan,
+                    key,
+                    ts,
+                    thread_key,
+                    thread_ts,
+                    user,
+                    text,
+                    replies,
+                    flags,
+                    more,
+                    version,
+                    deleted,
+                ),
+            )
+            assert cursor.lastrowid is not None
+            if not deleted:
+                self._index(chan, cursor.lastrowid, text, more)
+            return cursor.lastrowid
+        same_document = document(text, more) == document(old.text, old.more)
+        if not old.deleted and (deleted or not same_document):
+            self._unindex(chan, old)
+        self.db.execute(
+            "UPDATE messages SET ts = ?, thread_key = ?, thread_ts = ?, user_id = ?, text = ?, "
+            "reply_count = ?, flags = ?, more = ?, version = ?, deleted = ? WHERE id = ?",
+            (ts, thread_key, thread_ts, user, text, replies, flags, more, version, deleted, old.id),
+        )
+        if not deleted and (old.deleted or not same_document):
+            self._index(chan, old.id, text, more)
+        return old.id
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def _post(self, team: str, message: Message, result: WriteResult) -> None:
+        if message.deleted:
+            self._delete(team, message.channel, message.ts, result)
+            return
+        chan, erased_through = self.channel(team, message.channel)
+        key = ts_key(message.ts)
+        if erased_through is not None and key <= erased_through:
+            result.deleted += 1
+            return
+        if self.horizon is not None and key < self.horizon:
+            result.expired += 1
+            return
+        old = self._row(chan, key)
+        if old is None:
+            self._write(chan, message, None)
+            result.applied += 1
+            return
+        if old.deleted:
+            result.deleted += 1
+            return
+        if version_of(message.edited_ts) < old.version:
+            result.known += 1  # an older copy: the edit seen already stays
+            return
+        before = old.message(message.channel)
+        if not message.is_reply and _thread_rank(before) > _thread_rank(message):
+            # An event copy of a root carries no thread counters: keep the ones stored.
+            message = message.model_copy(
+                update={
+                    "reply_count": before.reply_count,
+                    "latest_reply": before.latest_reply,
+                    "reply_users": before.reply_users,
+                    "thread_ts": before.thread_ts or message.thread_ts,
+                }
+            )
+        if message == before:
+            result.known += 1
+            return
+        self._write(chan, message, old)
+        if message.text != before.text or message.files != before.files:
+            self._mark_erased(chan, result)
+        result.applied += 1
+
+    def _edit(self, event: MessageEdited, result: WriteResult) -> None:
+        chan, _ = self.channel(event.team, event.channel)
+        old = self._row(chan, ts_key(event.ts))
+        if old is None:
+            result.unknown += 1
+            return
+        if old.deleted:
+            result.deleted += 1
+            return
+        if version_of(event.edited_ts) < old.version:
+            result.known += 1
+            return
+        before = old.message(event.channel)
+        update: dict[str, object] = {"text": event.text, "edited_ts": event.edited_ts}
+        if event.files is not None:
+            update["files"] = event.files
+        after = before.model_copy(update=update)
+        if after == before:
+            result.known += 1
+            return
+        self._write(chan, after, old)
+        self._mark_erased(chan, result)
+        result.applied += 1
+
+    def _delete(self, team: str, channel: str, ts: str, result: WriteResult) -> None:
+        chan, _ = self.channel(team, channel)
+        key = ts_key(ts)
+        old = self._row(chan, key)
+        if old is not None and old.deleted:
+            result.known += 1
+            return
+        stone = Message.model_construct(channel=channel, ts=ts, deleted=True)
+        if old is None:
+            self._write(chan, stone, None)  # remembered, so an older copy cannot return
+            result.applied += 1
+            return
+        before = old.message(channel)
+        if before.thread_ts is not None:
+            stone = stone.model_copy(
+                update={"thread_ts": before.thread_ts, "reply_count": before.reply_count}
+            )
+        self._write(chan, stone, old)
+        self.db.execute("DELETE FROM pins WHERE chan = ? AND ts_key = ?", (chan, key))
+        if before.is_reply:
+            assert before.thread_ts is not None
+            self.db.execute(
+                "UPDATE messages SET reply_count = reply_count - 1 "
+                "WHERE chan = ? AND ts_key = ? AND reply_count > 0",
+                (chan, ts_key(before.thread_ts)),
+            )
+        self._mark_erased(chan, result)
+        result.applied += 1
+
+    def _react(self, event: ReactionChanged, result: WriteResult) -> None:
+        chan, _ = self.channel(event.team, event.channel)
+        old = self._row(chan, ts_key(event.ts))
+        if old is None:
+            result.unknown += 1
+            return
+        if old.deleted:
+            result.deleted += 1
+            return
+        before = old.message(event.channel)
+        reactions = _reacted(before.reactions, event.name, event.user, added=event.added)
+        if reactions == before.reactions:
+            result.known += 1
+            return
+        self._write(chan, before.model_copy(update={"reactions": reactions}), old)
+        result.applied += 1
+
+    def _pin(self, event: PinChanged, result: WriteResult) -> None:
+        chan, _ = self.channel(event.team, event.channel)
+        key = ts_key(event.ts)
+        old = self._row(chan, key)
+        if old is None or old.deleted:
+            result.unknown += 1
+            return
+        if event.pinned:
+            self.db.execute(
+                "INSERT OR REPLACE INTO pins (chan, ts_key, user) VALUES (?, ?, ?)",
+                (chan, key, event.user),
+            )
+        else:
+            self.db.execute("DELETE FROM pins WHERE chan = ? AND ts_key = ?", (chan, key))
+        result.applied += 1
+
+    def _file_shared(self, event: FileShared, result: WriteResult) -> None:
+        chan = key = None
+        if event.channel is not None:
+            chan, _ = self.channel(event.team, event.channel)
+            key = None if event.ts is None else ts_key(event.ts)
+        self.db.execute(
+            "INSERT OR REPLACE INTO files (team, file_id, chan, ts_key, record) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (event.team, event.file.artifact_id, chan, key, event.file.model_dump_json()),
+        )
+        result.applied += 1
+
+    def _file_deleted(self, event: FileDeleted, result: WriteResult) -> None:
+        self.db.execute(
+            "DELETE FROM files WHERE team = ? AND file_id = ?", (event.team, event.file_id)
+        )
+        needle = json.dumps(event.file_id)
+        carriers = self.db.execute(
+            f"SELECT c.channel, c.id, {', '.join('m.' + c for c in _COLUMNS.split(', '))} "
+            "FROM messages m JOIN channels c ON c.id = m.chan "
+            "WHERE c.team = ? AND m.more LIKE ? ESCAPE '\\'",
+            (event.team, "%" + _like(needle) + "%"),
+        ).fetchall()
+        for channel, chan, *columns in carriers:
+            old = _Row(*columns)
+            before = old.message(channel)
+            kept = tuple(f for f in before.files if f.artifact_id != event.file_id)
+            if kept != before.files:
+                self._write(chan, before.model_copy(update={"files": kept}), old)
+                self._mark_erased(chan, result)
+        result.applied += 1
+
+    # -- forgetting ---------------------------------------------------------------------------
+
+    def _forget_channel(self, team: str, channel: str, result: WriteResult) -> None:
+        chan, erased_through = self.channel(team, channel)
+        newest = self.db.execute(
+            "SELECT max(ts_key) FROM messages WHERE chan = ?", (chan,)
+        ).fetchone()[0]
+        through = max(k for k in (newest, erased_through, -1) if k is not None)
+        for table in ("messages", "pins", "cursors"):
+            self.db.execute(f"DELETE FROM {table} WHERE chan = ?", (chan,))
+        self.db.execute("DELETE FROM files WHERE chan = ?", (chan,))
+        # Dropping the index frees its pages (zeroed by secure_delete); a new one starts empty.
+        self.db.execute(f"DROP TABLE IF EXISTS {fts_table(chan)}")
+        create_fts(self.db, chan)
+        through_key = through if through >= 0 else None
+        self.db.execute(
+            "UPDATE channels SET name = NULL, erased_through = ?, erase_pending = 0 WHERE id = ?",
+            (through_key, chan),
+        )
+        self._channels[(team, channel)] = (chan, through_key)
+        result.applied += 1
+        result.erased = True
+
+    def _forget_user(self, team: str, user: str, result: WriteResult) -> None:
+        self.db.execute("DELETE FROM users WHERE team = ? AND user = ?", (team, user))
+        owned = self.db.execute(
+            "SELECT c.channel, m.ts FROM messages m JOIN channels c ON c.id = m.chan "
+            "WHERE c.team = ? AND m.user_id = ? AND m.deleted = 0",
+            (team, user),
+        ).fetchall()
+        ignored = WriteResult()
+        for channel, ts in owned:
+            self._delete(team, channel, ts, ignored)
+        result.applied += 1
+        result.erased = True
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _reacted(
+    reactions: tuple[Reaction, ...], name: str, user: str, *, added: bool
+) -> tuple[Reaction, ...]:
+    """``reactions`` after ``user`` added or removed ``name`` (counted once per user; a user the
+    platform did not list may still take one off, as the channel history does)."""
+    out = list(reactions)
+    for index, reaction in enumerate(out):
+        if reaction.name != name:
+            continue
+        if added:
+            if user in reaction.users:
+                return reactions
+            out[index] = reaction.model_copy(
+                update={"count": reaction.count + 1, "users": (*reaction.users, user)}
+            )
+            return tuple(out)
+        if user in reaction.users:
+            users = tuple(u for u in reaction.users if u != user)
+        elif reaction.count > len(reaction.users):
+            users = reaction.users
+        else:
+            return reactions
+        if reaction.count <= 1:
+            del out[index]
+        else:
+            out[index] = reaction.model_copy(update={"count": reaction.count - 1, "users": users})
+        return tuple(out)
+    if added:
+        out.append(Reaction(name=name, count=1, users=(user,)))
+    return tuple(out)

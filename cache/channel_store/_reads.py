@@ -1,0 +1,303 @@
+"""Everything the store answers, read through per-thread read-only connections.
+
+Each reading thread gets its own connection (``mode=ro``, ``query_only``): in WAL mode it reads
+the last committed state and never waits for the writer, nor makes the writer wait (only a
+checkpoint waits for readers to move past old pages, and retries at the next erase pass).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from chanctx.cache import ts_key
+from chanctx.cache.channel_store._errors import StoreCorrupt
+from chanctx.cache.channel_store._records import (
+    BackfillCursor,
+    Candidate,
+    ChannelKey,
+    ChannelStats,
+    Scope,
+    StoreStats,
+)
+from chanctx.cache.channel_store._rows import match_query, message_from_row
+from chanctx.cache.channel_store._schema import fts_table
+from chanctx.context import FileRef, Message
+
+__all__ = ["Reads"]
+
+_SELECT = "SELECT ts, thread_ts, user_id, text, reply_count, flags, more FROM messages"
+_TIMELINE = "(thread_key IS NULL OR thread_key = ts_key OR flags & 16)"
+
+
+class Reads:
+    """The read half of the SQLite store (mixed into ``SqliteChannelStore``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._chan_ids: dict[tuple[str, str], int] = {}
+
+    def _reader(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            try:
+                db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+                db.execute("PRAGMA query_only = 1")
+                db.execute("PRAGMA busy_timeout = 5000")
+            except sqlite3.Error as error:
+                raise StoreCorrupt(self.path, str(error)) from None
+            self._local.db = db
+            with self._readers_lock:
+                self._readers.append(db)
+        return db
+
+    def _close_readers(self) -> None:
+        with self._readers_lock:
+            for db in self._readers:
+                db.close()
+            self._readers.clear()
+        self._local = threading.local()
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        try:
+            return self._reader().execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as error:
+            if isinstance(error, sqlite3.OperationalError) and "no such table" not in str(error):
+                raise
+            raise StoreCorrupt(self.path, str(error)) from None
+
+    def _chan(self, team: str, channel: str) -> int | None:
+        found = self._chan_ids.get((team, channel))
+        if found is None:
+            rows = self._query(
+                "SELECT id FROM channels WHERE team = ? AND channel = ?", (team, channel)
+            )
+            if not rows:
+                return None
+            found = self._chan_ids[(team, channel)] = int(rows[0][0])
+        return found
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def get(self, team: str, channel: str, ts: str) -> Message | None:
+        """The stored message at ``ts``, a tombstone (``deleted=True``, no text) included."""
+        chan = self._chan(team, channel)
+        if chan is None:
+            return None
+        rows = self._query(f"{_SELECT} WHERE chan = ? AND ts_key = ?", (chan, ts_key(ts)))
+        return message_from_row(channel, *rows[0]) if rows else None
+
+    def messages(
+        self,
+        team: str,
+        channel: str,
+        *,
+        limit: int | None = None,
+        oldest: str | None = None,
+        latest: str | None = None,
+        scope: Scope = "all",
+    ) -> list[Message]:
+        """Live messages (no tombstones) oldest to newest; ``limit`` keeps the newest.
+
+        ``oldest``/``latest`` bound the ts (inclusive); ``scope="timeline"`` keeps what the
+        channel shows (top-level messages and broadcast replies), ``"all"`` adds the replies.
+        """
+        if limit is not None and (isinstance(limit, bool) or limit < 0):
+            raise ValueError(f"limit must be a non-negative integer or None, got {limit!r}")
+        chan = self._chan(team, channel)
+        if chan is None:
+            return []
+        where, args = ["chan = ?", "deleted = 0"], [chan]
+        if oldest is not None:
+            where.append("ts_key >= ?")
+            args.append(ts_key(oldest))
+        if latest is not None:
+            where.append("ts_key <= ?")
+            args.append(ts_key(latest))
+        if scope == "timeline":
+            where.append(_TIMELINE)
+        sql = f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY ts_key DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        rows = self._query(sql, args)
+        rows.reverse()
+        return [message_from_row(channel, *row) for row in rows]
+
+    def get_many(self, team: str, channel: str, ts: Sequence[str]) -> list[Message]:
+        """The live messages among ``ts``, oldest to newest (unknown and deleted left out)."""
+        chan = self._chan(team, channel)
+        if chan is None or not ts:
+            return []
+        keys = sorted({ts_key(t) for t in ts})
+        out: list[Message] = []
+        for start in range(0, len(keys), 500):
+            part = keys[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._query(
+                f"{_SELECT} WHERE chan = ? AND deleted = 0 AND ts_key IN ({marks}) ORDER BY ts_key",
+                [chan, *part],
+            )
+            out.extend(message_from_row(channel, *row) for row in rows)
+        return out
+
+    def replies(self, team: str, channel: str, thread_ts: str) -> list[Message]:
+        """A thread's live replies (not its root), oldest to newest."""
+        chan = self._chan(team, channel)
+        if chan is None:
+            return []
+        root = ts_key(thread_ts)
+        rows = self._query(
+            f"{_SELECT} WHERE chan = ? AND thread_key = ? AND ts_key != ? AND deleted = 0 "
+            "ORDER BY ts_key",
+            (chan, root, root),
+        )
+        return [message_from_row(channel, *row) for row in rows]
+
+    def iter_messages(
+        self, team: str, channel: str, *, batch: int = 10_000
+    ) -> Iterator[list[Message]]:
+        """Every live message of the channel, oldest first, ``batch`` at a time (what warms
+        an in-memory index without holding the whole channel twice)."""
+        chan = self._chan(team, channel)
+        if chan is None:
+            return
+        after = -1
+        while True:
+            rows = self._query(
+                "SELECT ts_key, ts, thread_ts, user_id, text, reply_count, flags, more "
+                "FROM messages WHERE chan = ? AND ts_key > ? AND deleted = 0 "
+                f"ORDER BY ts_key LIMIT {int(batch)}",
+                (chan, after),
+            )
+            if not rows:
+                return
+            after = rows[-1][0]
+            yield [message_from_row(channel, *row[1:]) for row in rows]
+
+    def search_candidates(
+        self, team: str, channel: str, terms: Sequence[str], limit: int
+    ) -> list[Candidate]:
+        """The best ``limit`` messages for any of ``terms`` by FTS5's bm25(), best first.
+
+        Candidates for the ranking, not the ranking: the caller scores them with every
+        signal it has (threads, neighbours, dates, people).
+        """
+        chan = self._chan(team, channel)
+        query = match_query(terms)
+        if chan is None or query is None or limit <= 0:
+            return []
+        table = fts_table(chan)
+        rows = self._query(
+            f"SELECT m.ts, -f.rank FROM (SELECT rowid, rank FROM {table} WHERE {table} MATCH ? "
+            f"ORDER BY rank LIMIT {int(limit)}) f JOIN messages m ON m.id = f.rowid "
+            "ORDER BY f.rank",
+            (query,),
+        )
+        return [Candidate(ts, float(score)) for ts, score in rows]
+
+    # -- names, pins, files, cursors ----------------------------------------------------------
+
+    def channel_names(self, team: str) -> dict[str, str]:
+        rows = self._query(
+            "SELECT channel, name FROM channels WHERE team = ? AND name IS NOT NULL", (team,)
+        )
+        return dict(rows)
+
+    def user_names(self, team: str) -> dict[str, str]:
+        return dict(self._query("SELECT user, name FROM users WHERE team = ?", (team,)))
+
+    def pins(self, team: str, channel: str) -> list[str]:
+        chan = self._chan(team, channel)
+        if chan is None:
+            return []
+        rows = self._query(
+            "SELECT m.ts FROM pins p JOIN messages m ON m.chan = p.chan AND m.ts_key = p.ts_key "
+            "WHERE p.chan = ? ORDER BY p.ts_key",
+            (chan,),
+        )
+        return [ts for (ts,) in rows]
+
+    def file(self, team: str, file_id: str) -> FileRef | None:
+        rows = self._query(
+            "SELECT record FROM files WHERE team = ? AND file_id = ?", (team, file_id)
+        )
+        return FileRef.model_validate_json(rows[0][0]) if rows else None
+
+    def cursor(self, team: str, channel: str, kind: str = "history") -> BackfillCursor | None:
+        chan = self._chan(team, channel)
+        if chan is None:
+            return None
+        rows = self._query("SELECT cursor FROM cursors WHERE chan = ? AND kind = ?", (chan, kind))
+        return BackfillCursor.model_validate_json(rows[0][0]) if rows else None
+
+    def channels(self, team: str | None = None) -> list[ChannelKey]:
+        """Every channel the store knows (forgotten ones included: they keep their key)."""
+        sql, args = "SELECT team, channel FROM channels", ()
+        if team is not None:
+            sql, args = sql + " WHERE team = ?", (team,)  # type: ignore[assignment]
+        return [ChannelKey(t, c) for t, c in self._query(sql + " ORDER BY team, channel", args)]
+
+    # -- stats --------------------------------------------------------------------------------
+
+    def stats(self) -> StoreStats:
+        """Counts per channel and in all, and the bytes of the file, its log and its index."""
+        per: list[ChannelStats] = []
+        rows = self._query("SELECT id, team, channel, name FROM channels ORDER BY team, channel")
+        for chan, team, channel, name in rows:
+            live, stones = self._query(
+                "SELECT count(*) FILTER (WHERE deleted = 0), count(*) FILTER (WHERE deleted = 1) "
+                "FROM messages WHERE chan = ?",
+                (chan,),
+            )[0]
+            threads = self._query(
+                "SELECT count(DISTINCT thread_key) FROM messages WHERE chan = ? "
+                "AND thread_key IS NOT NULL AND thread_key != ts_key AND deleted = 0",
+                (chan,),
+            )[0][0]
+            oldest = self._query(
+                "SELECT ts FROM messages WHERE chan = ? AND deleted = 0 ORDER BY ts_key LIMIT 1",
+                (chan,),
+            )
+            newest = self._query(
+                "SELECT ts FROM messages WHERE chan = ? AND deleted = 0 "
+                "ORDER BY ts_key DESC LIMIT 1",
+                (chan,),
+            )
+            per.append(
+                ChannelStats(
+                    team=team,
+                    channel=channel,
+                    name=name,
+                    messages=live,
+                    threads=threads,
+                    tombstones=stones,
+                    oldest_ts=oldest[0][0] if oldest else None,
+                    newest_ts=newest[0][0] if newest else None,
+                    backfill=self.cursor(team, channel),
+                )
+            )
+        version = int(self._query("PRAGMA user_version")[0][0])
+        return StoreStats(
+            path=str(self.path),
+            schema_version=version,
+            channels=len(per),
+            messages=sum(c.messages for c in per),
+            threads=sum(c.threads for c in per),
+            tombstones=sum(c.tombstones for c in per),
+            bytes_on_disk=self.bytes_on_disk(),
+            per_channel=per,
+        )
+
+    def bytes_on_disk(self) -> int:
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                total += Path(f"{self.path}{suffix}").stat().st_size
+        return total
