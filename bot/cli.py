@@ -208,6 +208,7 @@ def _serve_replayed(port: int, as_json: bool) -> Callable[[Any, dict[str, Any]],
 
 
 def _serve(args: argparse.Namespace, options: Options, env: Mapping[str, str]) -> int:
+    from chanctx.bot.launch.channel_store import open_channel_store
     from chanctx.bot.launch.one_workspace import build_runtime, known_state, serve
     from chanctx.bot.launch.settings import load_settings
     from slack_sdk import WebClient
@@ -218,8 +219,13 @@ def _serve(args: argparse.Namespace, options: Options, env: Mapping[str, str]) -
 
         serve_oauth(settings)
         return 0
+    channels = open_channel_store(settings.data_dir, options)
     client = WebClient(token=settings.bot_token, base_url=settings.slack_api_url)
-    runtime = build_runtime(client, settings)
+    try:
+        runtime = build_runtime(client, settings, channels=channels)
+    except BaseException:
+        channels.close()
+        raise
     if args.command == "record":
         from chanctx.bot.replay.record import Recorder
 
