@@ -1,4 +1,4 @@
-"""The ``chanctx`` command line: replay, run, record, fakes, playbook.
+"""The ``chanctx`` command line: replay, run, record, fakes, playbook, query.
 
 Every setting is a flag and an environment variable (``chanctx.bot.launch.options``); secrets come from
 the environment only. A bad setting is one line on stderr naming it, and exit status 2.
@@ -91,6 +91,9 @@ def parser() -> argparse.ArgumentParser:
         add_options(command, name)  # type: ignore[arg-type]
 
     add_playbook_parser(commands)
+    from chanctx.bot.launch.query_command import add_query_parser
+
+    add_query_parser(commands)
 
     fakes = commands.add_parser(
         "fakes",
@@ -278,6 +281,10 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             return _fakes(args)
         if command == "playbook":
             return run_playbook(args, env)
+        if command == "query":
+            from chanctx.bot.launch.query_command import run_query_command
+
+            return run_query_command(args, env)
         return _serve(args, options, env)
     except BrokenPipeError:
         # The reader went away (`| head`): not an error worth a traceback.

@@ -148,3 +148,20 @@ def test_a_store_that_cannot_open_stops_the_start_with_one_line(
             assert f"{data}/channels." in err and words in err, err
     finally:
         holder.close()
+
+
+def test_chanctx_query_ranks_everything_stored_beside_the_running_bot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = copy.deepcopy(STATE)
+    with OfflineBot(state, data_dir=tmp_path, channel_store=True, history_per_channel=50) as bot:
+        bot.dispatch(envelope(message(ts(1), "the vault code is 7781 since the audit")))
+        for n in range(2, 200):
+            bot.dispatch(envelope(message(ts(n), f"standup note {n}: nothing blocked")))
+        assert bot.engine.message(CHANNEL, ts(1)) is None  # the bot's cache holds the newest 50
+        argv = ["query", CHANNEL, "what is the vault code?", "--data-dir", str(tmp_path)]
+        assert main([*argv, "--format", "text"]) == 0  # the bot still holds the store
+        assert "7781" in capsys.readouterr().out
+    assert main(["query", "C0NOWHERE1", "vault", "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "C0NOWHERE1 is not in the channel store" in err and len(err.splitlines()) == 1

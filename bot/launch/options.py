@@ -34,7 +34,7 @@ __all__ = [
     "session_settings",
 ]
 
-Command = Literal["run", "record", "replay", "fakes", "playbook"]
+Command = Literal["run", "record", "replay", "fakes", "playbook", "query"]
 SERVING: frozenset[Command] = frozenset({"run", "record"})
 ALL: frozenset[Command] = frozenset({"run", "record", "replay"})
 
