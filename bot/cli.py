@@ -1,4 +1,4 @@
-"""The ``chanctx`` command line: replay, run, record, fakes, playbook, import, store.
+"""The ``chanctx`` command line: replay, run, record, fakes, playbook, import, store, query.
 
 Every setting is a flag and an environment variable (``chanctx.bot.launch.options``); secrets
 come from the environment only. A bad setting is one line on stderr naming it, and exit status 2.
@@ -103,6 +103,9 @@ def parser() -> argparse.ArgumentParser:
     add_playbook_parser(commands)
     add_import_parser(commands)
     add_store_parser(commands)
+    from chanctx.bot.launch.query_command import add_query_parser
+
+    add_query_parser(commands)
 
     fakes = commands.add_parser(
         "fakes",
@@ -233,6 +236,7 @@ def _serve_replayed(port: int, as_json: bool) -> Callable[[Any, dict[str, Any]],
 
 
 def _serve(args: argparse.Namespace, options: Options, env: Mapping[str, str]) -> int:
+    from chanctx.bot.launch.channel_store import open_channel_store
     from chanctx.bot.launch.one_workspace import build_runtime, known_state, load_api_keys, serve
     from chanctx.bot.launch.preflight import check_data_dir, check_port, quiet_token_warning
     from chanctx.bot.launch.settings import load_settings
@@ -251,8 +255,13 @@ def _serve(args: argparse.Namespace, options: Options, env: Mapping[str, str]) -
 
         serve_oauth(settings)
         return 0
+    channels = open_channel_store(settings.data_dir, options)
     client = WebClient(token=settings.bot_token, base_url=settings.slack_api_url)
-    runtime = build_runtime(client, settings)
+    try:
+        runtime = build_runtime(client, settings, channels=channels)
+    except BaseException:
+        channels.close()
+        raise
     if args.command == "record":
         from chanctx.bot.replay.record import Recorder
 
@@ -309,6 +318,10 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             return run_import(args, env)
         if command == "store":
             return run_store(args, env)
+        if command == "query":
+            from chanctx.bot.launch.query_command import run_query_command
+
+            return run_query_command(args, env)
         return _serve(args, options, env)
     except BrokenPipeError:
         # The reader went away (`| head`): not an error worth a traceback.

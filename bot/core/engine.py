@@ -18,12 +18,14 @@ from typing import Any
 
 from cachetools import TTLCache
 from chanctx.bot.core.built_context import BuiltContext, ContextSettings, assemble
+from chanctx.bot.core.channel_record import ChannelRecord
 from chanctx.bot.core.pins import ChannelPins
 from chanctx.bot.core.slack_source import Learned, SlackSource, lazy_names, learn_name
 from chanctx.bot.core.wait_budget import spend_wait, turn_wait_budget, wait_left
 from chanctx.bot.slack.intake import (
     Delete,
     Edit,
+    Ignore,
     IntakeAction,
     Pin,
     React,
@@ -70,6 +72,9 @@ class ContextEngine:
     starters: ThreadStarterCache | None = None
     # Replicas: what this engine learns from Slack goes to the others (None: one process).
     learned: Learned | None = None
+    # The durable channel store: every event is written there before it is acknowledged, and
+    # a channel it holds is loaded from it after a restart (None: memory only).
+    record: ChannelRecord | None = None
     _warm: set[str] = field(default_factory=set)
     # Every cache read and write holds this lock; no Slack call ever does, so a rate-limit
     # wait in one answer never blocks intake of other events.
@@ -91,6 +96,11 @@ class ContextEngine:
 
     def __post_init__(self) -> None:
         self._fetched = TTLCache(maxsize=2_000, ttl=self.settings.stale_serve_ttl, timer=self.clock)
+        if self.record is not None:  # names learned before this start: no users.info for them
+            users, channels = self.record.names()
+            self.names = Names(
+                users={**users, **self.names.users}, channels={**channels, **self.names.channels}
+            )
         if self.slack is not None:
             self.names = lazy_names(self.names, self.slack, self._tell_name)
             if self.threads is None:
@@ -99,22 +109,44 @@ class ContextEngine:
                 self.starters = ThreadStarterCache(self.slack, clock=self.clock)
 
     def handle(self, event: Mapping[str, Any]) -> IntakeAction:
-        """Apply one Slack event to the caches; returns what it meant."""
+        """Store one Slack event (when there is a store: an OSError means it was not stored,
+        so it must not be acknowledged), then apply it to the caches; returns what it meant."""
         action = intake(event, self.me)
+        if self.record is not None:  # without the lock: concurrent events share one commit
+            self.record.record(action, event)
+        if isinstance(action, Ignore):
+            self._forget(event)
         with self._lock:
             self._apply(action)
         return action
 
     def apply(self, action: IntakeAction) -> None:
         """Apply what an event meant, decided by the replica that received it."""
+        if self.record is not None:
+            self.record.record(action)
         with self._lock:
             self._apply(action)
+
+    def _forget(self, event: Mapping[str, Any]) -> None:
+        """A deleted channel leaves the caches too (the store erased it already)."""
+        channel = event.get("channel")
+        if event.get("type") not in ("channel_deleted", "group_deleted") or not isinstance(
+            channel, str
+        ):
+            return
+        with self._lock:
+            for message in self.history.messages(channel):
+                self.history.delete(channel, message.ts)
+                self._deleted[(channel, message.ts)] = True
+            self._warm.discard(channel)
 
     # -- what other replicas learned from Slack (the change stream) ------------------------
 
     def _tell_name(self, kind: str, key: str, name: str) -> None:
         if self.learned is not None:
             self.learned.named(kind, key, name)
+        if self.record is not None:
+            self.record.named(kind, key, name)
 
     def learn_name(self, kind: str, key: str, name: str) -> None:
         learn_name(self.names, kind, key, name)
@@ -248,14 +280,24 @@ class ContextEngine:
         self._warm_channel(channel)
 
     def _warm_channel(self, channel: str) -> None:
-        if self.slack is None:
+        if self.slack is None and self.record is None:
             return
         with self._lock:
             if channel in self._warm:
                 return
             self._warm.add(channel)
-        messages = self.slack.channel_history(channel, limit=self.settings.cold_start_messages)
+        if self.record is not None and self.record.knows_history(channel):
+            # Stored: the newest messages the history may hold, no Slack call.
+            limit = self.history.max_messages_per_channel
+            self._adopt(self.record.recent(channel, limit))
+            return
+        if self.slack is None:
+            return
+        limit = self.settings.cold_start_messages
+        messages = self.slack.channel_history(channel, limit=limit)
         self._adopt(messages)
+        if self.record is not None:
+            self.record.warmed(channel, messages, limit=limit)
         if self.learned is not None:
             self.learned.warmed(channel, messages)
 
@@ -297,6 +339,8 @@ class ContextEngine:
         to ``until``, the question, matter most); the rate-limit seconds waited."""
         if self.slack is None or self.threads is None or self._thread_is_complete(channel, root_ts):
             return 0.0
+        if self.record is not None and self._thread_from_store(channel, root_ts):
+            return 0.0
         key = (channel, root_ts)
         with self._lock:
             root = self._root(channel, root_ts)
@@ -329,6 +373,8 @@ class ContextEngine:
         root, replies = self._adopt_thread(
             channel, root_ts, root, fetched.messages, complete=fetched.complete, partial=partial
         )
+        if self.record is not None:
+            self.record.fetched(fetched.messages)
         if self.learned is not None:
             self.learned.thread(
                 channel, root_ts, fetched.messages, complete=fetched.complete, partial=partial
@@ -345,6 +391,16 @@ class ContextEngine:
             )
         spend_wait(fetched.waited)  # what this turn may still wait, for its tools' fetches
         return fetched.waited
+
+    def _thread_from_store(self, channel: str, root_ts: str) -> bool:
+        """Load a thread the store holds into the caches; True if that made it whole (a
+        restart then asks Slack nothing for it)."""
+        assert self.record is not None
+        root, replies = self.record.thread(channel, root_ts)
+        if root is None and not replies:
+            return False
+        self._adopt(([root] if root is not None else []) + replies)
+        return self._thread_is_complete(channel, root_ts)
 
     def _adopt_thread(
         self,
@@ -393,11 +449,18 @@ class ContextEngine:
     def _anchor(self, channel: str, ts: str) -> Message | None:
         with self._lock:
             anchor = self.history.get(channel, ts)
+        if anchor is None and self.record is not None:
+            stored = self.record.store.get(self.record.team, channel, ts)
+            if stored is not None and not stored.deleted:
+                self._adopt([stored])
+                return stored
         if anchor is None and self.slack is not None:
             fetched = self.slack.fetch_message(channel, ts)
             if fetched is not None:
                 self._adopt([fetched])
                 anchor = fetched
+                if self.record is not None:
+                    self.record.fetched([fetched])
                 if self.learned is not None:
                     self.learned.fetched([fetched])
         return anchor

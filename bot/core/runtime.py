@@ -145,6 +145,12 @@ class Runtime:
             self._seen_events[event_id] = True
         return not self.turns.seen_event(event_id)
 
+    def refused(self, event_id: object) -> None:
+        """An event that could not be stored is not seen: Slack's retry of it must pass."""
+        if isinstance(event_id, str) and event_id:
+            with self.lock:
+                self._seen_events.pop(event_id, None)
+
     def close_stores(self) -> None:
         """Close the files the runtime writes (the turn journal, the feedback log, the
         playbooks)."""

@@ -106,6 +106,11 @@ class Workspaces:
         with self._lock:
             runtime = self._runtimes.pop(team, None)
         if runtime is not None:
+            if runtime.engine.record is not None:  # the shared channel store forgets it too
+                try:
+                    runtime.engine.record.forget_team()
+                except OSError as error:
+                    logger.warning("team %s: its stored channels stay: %s", team, error)
             if runtime.runner.stop(self._grace):
                 runtime.close_stores()
             else:

@@ -17,10 +17,12 @@ import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from chanctx.bot.core.channel_record import OpenStore
 from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.events.app import build_oauth_app
 from chanctx.bot.events.workspaces import Workspaces
 from chanctx.bot.launch.allocator import limit_arenas
+from chanctx.bot.launch.channel_store import open_channel_store, readiness
 from chanctx.bot.launch.one_workspace import api_routes, build_runtime, load_api_keys
 from chanctx.bot.launch.options import SettingsError
 from chanctx.bot.launch.settings import SLACK_API, RunSettings
@@ -69,10 +71,16 @@ def oauth_settings(settings: RunSettings, store: InstallationStore) -> OAuthSett
 
 
 def build_workspaces(
-    settings: RunSettings, store: InstallationStore, *, recover_in_background: bool = True
+    settings: RunSettings,
+    store: InstallationStore,
+    *,
+    recover_in_background: bool = True,
+    channels: OpenStore | None = None,
 ) -> Workspaces:
+    """``channels``: the one channel store every team's engine writes to (keyed by team)."""
+
     def build(team: str, client: WebClient, data_dir: Path) -> Runtime:
-        return build_runtime(client, settings, data_dir=data_dir)
+        return build_runtime(client, settings, data_dir=data_dir, channels=channels)
 
     return Workspaces(
         store,
@@ -141,7 +149,15 @@ def serve_oauth(
     assert settings.client_id is not None
     limit_arenas()  # before the server's and the workers' threads exist
     store = installation_store or _installations(settings)
-    workspaces = build_workspaces(settings, store)
+    channels = open_channel_store(settings.data_dir, settings.options)
+    try:
+        return _serve_teams(settings, store, channels)
+    finally:
+        channels.close()
+
+
+def _serve_teams(settings: RunSettings, store: InstallationStore, channels: OpenStore) -> App:
+    workspaces = build_workspaces(settings, store, channels=channels)
     app = build_oauth_app(
         workspaces,
         oauth_settings=oauth_settings(settings, store),
@@ -153,7 +169,8 @@ def serve_oauth(
         build_asgi_app(
             app,
             signing_secret=settings.signing_secret,
-            ready=started.is_set,
+            ready=lambda: started.is_set() and channels.problem is None,
+            status=lambda: readiness(channels),
             extra_routes=oauth_routes(app),
         ),
         settings,

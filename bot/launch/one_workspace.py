@@ -11,6 +11,7 @@ from typing import Any
 
 import anthropic
 from chanctx.bot.claude.session import ClaudeResponder
+from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
 from chanctx.bot.core.embeddings import EmbeddingSimilarity, load_embed
 from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.core.recipe_runner import RecipeRunner, load_recipe
@@ -18,6 +19,7 @@ from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.core.turns import NullResponder, Responder
 from chanctx.bot.events.app import build_app
 from chanctx.bot.launch.allocator import limit_arenas
+from chanctx.bot.launch.channel_store import readiness
 from chanctx.bot.launch.options import Options, SettingsError, context_settings, session_settings
 from chanctx.bot.launch.preflight import who_am_i
 from chanctx.bot.launch.settings import RunSettings
@@ -64,11 +66,16 @@ def shared_state(runtime: Runtime) -> Replicas | None:
 
 
 def build_runtime(
-    client: WebClient, settings: RunSettings | None = None, *, data_dir: Path | None = None
+    client: WebClient,
+    settings: RunSettings | None = None,
+    *,
+    data_dir: Path | None = None,
+    channels: OpenStore | None = None,
 ) -> Runtime:
     """Learn who we are (auth.test) and wire the engine to the rate-limited Web API and, with
     an API key, to Claude. The recipe is validated here, so a bad context.yaml stops start-up.
-    ``data_dir``: where this runtime keeps its files (a team's own with --oauth)."""
+    ``data_dir``: where this runtime keeps its files (a team's own with --oauth);
+    ``channels``: the process's channel store (the engine writes every event there first)."""
     options = settings.options if settings is not None else Options()
     if data_dir is None and settings is not None:
         data_dir = settings.data_dir
@@ -92,6 +99,7 @@ def build_runtime(
             max_messages_per_channel=options.history_per_channel,
             max_bytes=options.history_mb * 2**20,
         ),
+        record=ChannelRecord(channels, team) if channels is not None else None,
     )
     replicas = (
         Replicas(
@@ -194,9 +202,18 @@ def serve(
     shared = shared_state(runtime)
     if shared is not None:  # follow the change stream, take turns from the shared queue
         shared.start(runtime.take, runtime.workers)
+    channels = runtime.engine.record.opened if runtime.engine.record is not None else None
 
     def ready() -> bool:
-        return recovered.is_set() and (shared is None or shared.ready())
+        stored = channels is None or channels.problem is None
+        return stored and recovered.is_set() and (shared is None or shared.ready())
+
+    def status() -> dict[str, Any]:
+        return {
+            **readiness(channels),
+            "answers": runtime.runner.status(),  # stuck turns show here
+            **({"replica": shared.status()} if shared else {}),
+        }
 
     def recover() -> None:
         try:
@@ -211,10 +228,7 @@ def serve(
                 app,
                 signing_secret=settings.signing_secret,
                 ready=ready,
-                status=lambda: {
-                    "answers": runtime.runner.status(),  # stuck turns show here
-                    **({"replica": shared.status()} if shared is not None else {}),
-                },
+                status=status,
                 extra_routes=_api_routes(runtime, settings),
             )
             logger.info(
@@ -233,6 +247,8 @@ def serve(
             logger.warning("exiting with answers in flight; the next start finishes them")
             logging.shutdown()
             os._exit(0)
+        if channels is not None:
+            channels.close()
     return app
 
 

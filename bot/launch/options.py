@@ -34,7 +34,7 @@ __all__ = [
     "session_settings",
 ]
 
-Command = Literal["run", "record", "replay", "fakes", "playbook", "import", "store"]
+Command = Literal["run", "record", "replay", "fakes", "playbook", "import", "store", "query"]
 SERVING: frozenset[Command] = frozenset({"run", "record"})
 ALL: frozenset[Command] = frozenset({"run", "record", "replay"})
 
@@ -58,6 +58,8 @@ class Options(BaseModel):
     compaction_threshold: float = 0.8
     history_per_channel: int = 5_000
     history_mb: int = 1024
+    retention_days: int | None = None  # None: keep every message
+    store_gb: float | None = None  # None: no bound but the disk
     attach_media: bool = False
     overflow: Literal["queue", "degrade"] = "queue"
     log_format: Literal["text", "json"] = "text"
@@ -106,6 +108,13 @@ def _non_negative_int(text: str) -> int:
 def _fraction(text: str) -> float:
     value = float(text)
     if not 0.0 < value <= 1.0:
+        raise ValueError
+    return value
+
+
+def _gigabytes(text: str) -> float:
+    value = float(text)
+    if not 0 < value < 1_000_000:
         raise ValueError
     return value
 
@@ -237,6 +246,17 @@ SETTINGS: tuple[Setting, ...] = (
         _positive_int, "a positive whole number of MiB",
         "memory all channels' history may hold; the least recently used channel's oldest "
         "messages go first",
+    ),
+    Setting(
+        "retention_days", "--retention-days", "CHANCTX_RETENTION_DAYS", _positive_int,
+        "a positive whole number of days",
+        "days the channel store keeps a message; older ones are erased daily",
+        commands=SERVING, shown_default="keep",
+    ),
+    Setting(
+        "store_gb", "--store-gb", "CHANCTX_STORE_GB", _gigabytes, "a positive number of GB",
+        "disk the channel store may use; past it the oldest messages are erased (logged)",
+        commands=SERVING, shown_default="none (the disk)",
     ),
     Setting(
         "attach_media", "--attach-media", "CHANCTX_ATTACH_MEDIA", _switch, "1 or 0",

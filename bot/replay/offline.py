@@ -16,6 +16,7 @@ from typing import Any, Literal
 import anthropic
 from chanctx.bot.claude.session import ClaudeResponder, SessionSettings
 from chanctx.bot.core.built_context import ContextSettings
+from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
 from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.core.recipe_runner import RecipeRunner
 from chanctx.bot.core.runtime import Runtime
@@ -36,6 +37,7 @@ from chanctx.bot.slack.media_blocks import FetchedMedia, MediaFailure
 from chanctx.bot.slack.slack_api import SlackFetcher
 from chanctx.bot.stores.pane_threads.local import LocalPaneThreads
 from chanctx.cache import MediaContentCache, RateLimiter, ThreadReplyCache
+from chanctx.cache.channel_store import SqliteChannelStore
 from chanctx.context import FileRef, default_counter
 from chanctx.context.playbook import Similarity
 from chanctx.manifest_store import (
@@ -101,11 +103,14 @@ class OfflineBot:
         similar: Similarity | None = None,
         workspace: tuple[FakeSlackAPI, str, str, ReplayClock] | None = None,
         before: Sequence[Callable[..., Any]] = (),
+        channel_store: bool = False,
     ) -> None:
         """``claude=True`` answers with a real Claude session against the fake Anthropic API
         (the ``cassette``'s responses, then the offline model); sessions live in ``data_dir``.
         ``workspace``: one team of a multi-workspace replay (its fake, the shared Web API URL,
-        its bot token, the shared clock) instead of a fake of its own."""
+        its bot token, the shared clock) instead of a fake of its own. ``channel_store``:
+        events go through a channel store in ``data_dir`` (a temporary one if none), as in
+        ``chanctx run``."""
         self._owns_slack = workspace is None
         if workspace is None:
             self.clock = ReplayClock(start_time)
@@ -122,6 +127,16 @@ class OfflineBot:
         self.fetcher = SlackFetcher(
             self.client, limiter=self.limiter, me=self.me, overflow=overflow, sleep=self.clock.sleep
         )
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.data_dir = data_dir
+        self.channels: OpenStore | None = None
+        if channel_store:
+            if data_dir is None:
+                self._tmp = tempfile.TemporaryDirectory(prefix="chanctx-replay-")
+                self.data_dir = Path(self._tmp.name)
+            assert self.data_dir is not None
+            # NORMAL, not FULL: a replay can simply be run again, so it skips the fsyncs.
+            self.channels = OpenStore(SqliteChannelStore(self.data_dir, synchronous="NORMAL"))
         self.engine = ContextEngine(
             me=self.me,
             settings=settings or ContextSettings(),
@@ -132,6 +147,11 @@ class OfflineBot:
                 max_messages_per_channel=history_per_channel, max_bytes=history_mb * 2**20
             ),
             clock=self.clock,
+            record=(
+                ChannelRecord(self.channels, str(auth.get("team_id", "")))
+                if self.channels is not None
+                else None
+            ),
         )
         self.anthropic: FakeAnthropicAPI | None = None
         self.claude_client: anthropic.Anthropic | None = None
@@ -145,13 +165,11 @@ class OfflineBot:
         self.recipe = recipe
         self._curator, self._curator_model, self._similar = curator, curator_model, similar
         self.playbooks: ChannelPlaybooks | None = None
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
-        self.data_dir = data_dir
         if claude and responder is None:
             self.anthropic = FakeAnthropicAPI(
                 cassette=cassette, clock=self.clock, latency_ms=claude_latency_ms
             )
-            if data_dir is None:
+            if self.data_dir is None:
                 self._tmp = tempfile.TemporaryDirectory(prefix="chanctx-replay-")
                 self.data_dir = Path(self._tmp.name)
             assert self.data_dir is not None
@@ -230,6 +248,8 @@ class OfflineBot:
             self.claude_client.close()  # its connection pool holds loopback sockets
         if self.anthropic is not None:
             self.anthropic.close()
+        if self.channels is not None:
+            self.channels.close()
         if self._tmp is not None:
             self._tmp.cleanup()
 

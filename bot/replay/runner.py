@@ -49,6 +49,7 @@ class ReplayOptions:
     # The reaction names that say an answer helped, and that it did not.
     reactions: tuple[frozenset[str], frozenset[str]] = (HELPFUL, HARMFUL)
     similar: Similarity | None = None  # an embedding model for merging bullets
+    channel_store: bool = True  # events go through a channel store, as in ``chanctx run``
 
 
 def turn_report(result: TurnResult) -> dict[str, Any]:
@@ -116,6 +117,7 @@ def replay(
         curator_model=options.curator_model,
         reactions=options.reactions,
         similar=options.similar,
+        channel_store=options.channel_store,
     ) as bot:
         interactions: list[dict[str, Any]] = []
         skipped: list[dict[str, str]] = []

@@ -15,6 +15,7 @@ from typing import Any
 
 from chanctx.bot.events.listeners.mentions import question_fault
 from chanctx.bot.events.routing import current_or_none
+from chanctx.bot.slack.envelope import STORE_FAILED
 from slack_bolt import BoltRequest, BoltResponse
 from slack_bolt.middleware import Middleware
 
@@ -59,12 +60,20 @@ class IntakeMiddleware(Middleware):
             return BoltResponse(status=200, body="")
         if event.get("type") == "message" and event.get("channel_type") in _NO_LISTENER:
             # Recording is idempotent, so a retry of it needs no dedup either.
-            runtime.intake(event)
+            try:
+                runtime.intake(event)
+            except OSError as error:
+                return _refused(error)
             return BoltResponse(status=200, body="")
-        if not runtime.first_delivery(body.get("event_id")):
-            logger.info("dropped a retried delivery of %s", body.get("event_id"))
+        event_id = body.get("event_id")
+        if not runtime.first_delivery(event_id):
+            logger.info("dropped a retried delivery of %s", event_id)
             return BoltResponse(status=200, body="")  # acknowledged, not processed twice
-        runtime.intake(event)
+        try:
+            runtime.intake(event)  # in the channel store (fsynced) before the ack
+        except OSError as error:
+            runtime.refused(event_id)  # Slack's retry of it must get through
+            return _refused(error)
         next()
         return None
 
@@ -86,6 +95,12 @@ def _question_fault(event: dict[str, Any]) -> str | None:
     elif kind != "app_mention":
         return None
     return question_fault(event)
+
+
+def _refused(error: OSError) -> BoltResponse:
+    """Not stored, so not acknowledged: Slack delivers it again."""
+    logger.error("could not store an event, so it is refused: %s", error)
+    return BoltResponse(status=STORE_FAILED, body="could not store the event; retry")
 
 
 def build() -> IntakeMiddleware:

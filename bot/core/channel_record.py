@@ -1,0 +1,268 @@
+"""The engine's side of the durable channel store: events in before the ack, history out after a
+restart.
+
+``OpenStore`` is the one store of a process (one data dir, every workspace of an ``--oauth``
+install: each key names its team) with its group committer, and remembers why the last write
+failed, for ``/readyz``. ``ChannelRecord`` is one workspace's view of it, which the context
+engine holds: ``write`` blocks until the events are committed (so the caller may acknowledge
+them), and raises an ``OSError`` when they could not be stored (the event is then refused and
+Slack delivers it again). ``store_events`` is the adapter from what an event meant for the
+caches (``bot/slack/intake.py``) to what the store records.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from chanctx.bot.slack.intake import Delete, Edit, IntakeAction, Pin, React, Record
+from chanctx.cache.channel_store import (
+    BackfillCursor,
+    ChannelForgotten,
+    ChannelNamed,
+    ChannelStore,
+    CursorSaved,
+    FileDeleted,
+    GroupCommitter,
+    MessageDeleted,
+    MessageEdited,
+    MessagePosted,
+    PinChanged,
+    ReactionChanged,
+    StoreEvent,
+    UserNamed,
+)
+from chanctx.context import Message
+
+__all__ = ["ChannelRecord", "OpenStore", "store_events"]
+
+logger = logging.getLogger("chanctx.channel_store")
+_HISTORY = "history"  # the cursor kind of a channel's recent history, loaded once from Slack
+_FORGOTTEN_EVENTS = frozenset({"channel_deleted", "group_deleted"})
+
+
+class OpenStore:
+    """The process's channel store, its group committer and its health."""
+
+    def __init__(self, store: ChannelStore, *, max_bytes: int | None = None) -> None:
+        self.store = store
+        self.max_bytes = max_bytes
+        self._committer = GroupCommitter(store)
+        self._problem: str | None = None
+        self._lock = threading.Lock()
+        self._written = 0
+        self._closed = False
+
+    @property
+    def problem(self) -> str | None:
+        """Why the last write failed (None once a write succeeds): what ``/readyz`` says."""
+        with self._lock:
+            return self._problem
+
+    def write(self, events: Sequence[StoreEvent]) -> None:
+        """Commit ``events`` (with whatever other callers submit meanwhile); an OSError if
+        they were not stored."""
+        if not events:
+            return
+        try:
+            self._committer.submit(events)
+        except OSError as error:
+            self._failed(str(error))
+            raise
+        except sqlite3.Error as error:  # an I/O error SQLite does not call "full"
+            self._failed(f"channel store: {error}")
+            raise OSError(f"channel store: {error}") from None
+        with self._lock:
+            self._problem = None
+            self._written += len(events)
+            due = self.max_bytes is not None and self._written >= 5_000
+            if due:
+                self._written = 0
+        if due:
+            self.maintain()
+
+    def write_later(self, events: Sequence[StoreEvent]) -> None:
+        """For what need not be acknowledged (a name learned, a page fetched): queued for the
+        next commit; a failure is logged, and Slack is asked again after a restart."""
+        if not events or self._closed:
+            return
+
+        def done(future: Any) -> None:
+            error = future.exception()
+            if error is not None:
+                logger.warning("could not store %d fetched records: %s", len(events), error)
+
+        try:
+            self._committer.submit_nowait(events).add_done_callback(done)
+        except RuntimeError:  # closing
+            return
+
+    def _failed(self, why: str) -> None:
+        with self._lock:
+            self._problem = why
+        logger.error("refused an event: %s", why)
+
+    def maintain(self, *, purge: bool = False) -> None:
+        """Retention (``purge``) and the size bound: the oldest messages go first."""
+        try:
+            if purge:
+                gone = self.store.purge()
+                if gone:
+                    logger.info("channel store: %d messages past the retention period erased", gone)
+            if self.max_bytes is not None:
+                self.store.enforce_size(self.max_bytes)
+        except (OSError, sqlite3.Error) as error:
+            logger.warning("channel store maintenance postponed: %s", error)
+
+    def start_maintenance(self, every: float = 3_600.0) -> threading.Event:
+        """A daemon thread: purge once a day, enforce the size bound every ``every`` s; set the
+        returned event to stop it."""
+        stop = threading.Event()
+
+        def run() -> None:
+            last_purge = 0.0
+            while not stop.is_set():
+                due = time.monotonic() - last_purge >= 86_400 or last_purge == 0.0
+                if due:
+                    last_purge = time.monotonic()
+                self.maintain(purge=due)
+                stop.wait(every)
+
+        threading.Thread(target=run, name="channel-store-maintenance", daemon=True).start()
+        return stop
+
+    def close(self) -> None:
+        """Commit what is queued, run a pending erase pass, release the data dir."""
+        if self._closed:
+            return
+        self._closed = True
+        self._committer.close()
+        self.store.close()
+
+
+class ChannelRecord:
+    """One workspace's view of the channel store (every read and write names ``team``)."""
+
+    def __init__(self, opened: OpenStore, team: str) -> None:
+        self.opened = opened
+        self.store = opened.store
+        self.team = team
+
+    def write(self, events: Sequence[StoreEvent]) -> None:
+        self.opened.write(events)
+
+    def record(self, action: IntakeAction, event: Mapping[str, Any] | None = None) -> None:
+        """Store what one event meant, before it is acknowledged (OSError: refuse it)."""
+        events = store_events(self.team, action, event)
+        if isinstance(action, Record) and action.only_if_new:
+            # app_mention repeats the message event: it must not undo what that one stored.
+            message = action.message
+            if self.store.get(self.team, message.channel, message.ts) is not None:
+                events = []
+        self.write(events)
+
+    # -- what Slack told us, kept so a restart need not ask again -----------------------------
+
+    def knows_history(self, channel: str) -> bool:
+        """True once the channel's recent history was loaded from Slack into the store: from
+        then on live events keep it, and a restart reads it here."""
+        return self.store.cursor(self.team, channel, _HISTORY) is not None
+
+    def recent(self, channel: str, limit: int) -> list[Message]:
+        return self.store.messages(self.team, channel, limit=limit)
+
+    def thread(self, channel: str, root_ts: str) -> tuple[Message | None, list[Message]]:
+        root = self.store.get(self.team, channel, root_ts)
+        if root is not None and root.deleted and not root.reply_count:
+            root = None
+        return root, self.store.replies(self.team, channel, root_ts)
+
+    def warmed(self, channel: str, messages: Sequence[Message], *, limit: int) -> None:
+        """A page of ``conversations.history``: stored with its cursor in one batch."""
+        cursor = BackfillCursor(
+            oldest_ts=messages[0].ts if messages else None,
+            complete=len(messages) < limit,
+            updated=time.time(),
+        )
+        self.opened.write_later(
+            [*self._posted(messages), CursorSaved(self.team, channel, _HISTORY, cursor)]
+        )
+
+    def fetched(self, messages: Sequence[Message]) -> None:
+        """Messages fetched from Slack (a thread, one message)."""
+        self.opened.write_later(self._posted(messages))
+
+    def named(self, kind: str, key: str, name: str) -> None:
+        event: StoreEvent = (
+            UserNamed(self.team, key, name)
+            if kind == "user"
+            else ChannelNamed(self.team, key, name)
+        )
+        self.opened.write_later([event])
+
+    def names(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(users, channels) names learned before this start."""
+        return self.store.user_names(self.team), self.store.channel_names(self.team)
+
+    def forget_team(self) -> None:
+        """An uninstall: every channel of the team is erased."""
+        channels = [key.channel for key in self.store.channels(self.team)]
+        self.write([ChannelForgotten(self.team, channel) for channel in channels])
+
+    def _posted(self, messages: Sequence[Message]) -> list[StoreEvent]:
+        return [MessagePosted(self.team, m) for m in messages if not m.deleted]
+
+
+def store_events(
+    team: str, action: IntakeAction, event: Mapping[str, Any] | None = None
+) -> list[StoreEvent]:
+    """What the store records for one event: the intake's action, or (for events intake
+    ignores) a deletion of a channel or a file, a channel's or a person's new name."""
+    if isinstance(action, Record):
+        return [MessagePosted(team, action.message)]
+    if isinstance(action, Edit):
+        # A change Slack made without an edit (an unfurl, a thread's counters) is versioned
+        # by the event's own time, so it still replaces what it changed.
+        when = action.edited_ts or (event.get("event_ts") if event is not None else None)
+        if not isinstance(when, str) or not when:
+            return []
+        return [MessageEdited(team, action.channel, action.ts, action.text, when, action.files)]
+    if isinstance(action, Delete):
+        return [MessageDeleted(team, action.channel, action.ts)]
+    if isinstance(action, React):
+        return [
+            ReactionChanged(team, action.channel, action.ts, action.name, action.user, action.added)
+        ]
+    if isinstance(action, Pin):
+        message = action.message
+        user = str(event.get("user") or "") if event is not None else ""
+        pinned = PinChanged(team, message.channel, message.ts, user, action.added)
+        return [MessagePosted(team, message), pinned] if action.added else [pinned]
+    return _other_events(team, event) if event is not None else []
+
+
+def _other_events(team: str, event: Mapping[str, Any]) -> list[StoreEvent]:
+    kind = event.get("type")
+    if kind in _FORGOTTEN_EVENTS and isinstance(event.get("channel"), str):
+        return [ChannelForgotten(team, str(event["channel"]))]
+    if kind == "file_deleted" and isinstance(event.get("file_id"), str):
+        return [FileDeleted(team, str(event["file_id"]))]
+    if kind in ("channel_rename", "group_rename"):
+        channel = event.get("channel")
+        if isinstance(channel, Mapping) and isinstance(channel.get("id"), str):
+            name = channel.get("name")
+            if isinstance(name, str) and name:
+                return [ChannelNamed(team, str(channel["id"]), name)]
+    if kind == "user_change":
+        user = event.get("user")
+        if isinstance(user, Mapping) and isinstance(user.get("id"), str):
+            profile = user.get("profile")
+            shown = profile.get("display_name") if isinstance(profile, Mapping) else None
+            name = shown or user.get("real_name") or user.get("name")
+            if isinstance(name, str) and name:
+                return [UserNamed(team, str(user["id"]), name)]
+    return []

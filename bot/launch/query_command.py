@@ -1,0 +1,110 @@
+"""``chanctx query CHANNEL QUERY``: the context query API's answer, from the data dir's channel
+store, without a running bot (and beside one: the store is opened read-only, which never
+blocks the bot's writer).
+
+The channel's every stored message is loaded into the same search index the bot uses, so the
+answer ranks everything stored, not only what a running bot's cache would hold; it is bounded by
+``--history-mb`` as the bot's history is. No Slack call is made: threads are what the store
+holds, names are the names the bot learned.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from chanctx.bot.launch.options import SettingsError
+
+if TYPE_CHECKING:
+    from chanctx.cache.channel_store import SqliteChannelStore
+
+__all__ = ["add_query_parser", "run_query_command"]
+
+_CHANNEL = re.compile(r"^[CDG][A-Z0-9]{2,20}$")
+_ALL = 10_000_000  # messages a channel may load; the byte bound (--history-mb) is the real one
+
+
+def add_query_parser(commands: Any) -> None:
+    command = commands.add_parser(
+        "query",
+        help="Answer a context query from the channel store in the data dir (no bot needed).",
+        description=(
+            "Print the context query API's answer for CHANNEL, ranked over every message the "
+            "channel store in the data dir holds. Works while the bot runs. Example: chanctx "
+            'query C0INCIDENTS "why did checkout fail?" --format text'
+        ),
+    )
+    command.add_argument("channel", help="the channel id, e.g. C0INCIDENTS")
+    command.add_argument("query", help="what to look for, in words")
+    command.add_argument("--budget", type=int, default=2_000, help="tokens of the answer")
+    command.add_argument(
+        "--format", choices=("json", "markdown", "text"), default="markdown",
+        help="markdown or text: the rendered answer; json: the API's whole response",
+    )  # fmt: skip
+    command.add_argument("--team", default=None, help="the workspace, when several hold CHANNEL")
+    command.add_argument(
+        "--data-dir", type=Path, default=None,
+        help="where the bot keeps its data [env CHANCTX_DATA_DIR; default ./.chanctx]",
+    )  # fmt: skip
+    command.add_argument(
+        "--history-mb", type=int, default=1024, help="memory the loaded channel may take (MiB)"
+    )
+
+
+def run_query_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    # Imported here, not at the top: `chanctx --help` loads none of this.
+    from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
+    from chanctx.bot.core.engine import ContextEngine
+    from chanctx.bot.server.queries import QueryBody, run_query
+    from chanctx.bot.slack.intake import SelfIdentity
+    from chanctx.cache.channel_store import SqliteChannelStore
+    from chanctx.context import default_counter
+    from chanctx.tools import IndexedHistory
+    from pydantic import ValidationError
+
+    if not _CHANNEL.match(args.channel):
+        raise SettingsError(f"{args.channel!r} is not a channel id (like C0INCIDENTS)")
+    if args.history_mb <= 0:
+        raise SettingsError(f"--history-mb must be a positive whole number, got {args.history_mb}")
+    try:
+        body = QueryBody(
+            query=args.query, channel=args.channel, token_budget=args.budget, format=args.format
+        )
+    except ValidationError as error:
+        raise SettingsError(f"query: {error.errors()[0]['msg']}") from None
+    data_dir = args.data_dir or Path(env.get("CHANCTX_DATA_DIR") or ".chanctx")
+    store = SqliteChannelStore(data_dir, read_only=True)
+    opened = OpenStore(store)
+    try:
+        team = _team_of(store, args.channel, args.team, data_dir)
+        record = ChannelRecord(opened, team)
+        engine = ContextEngine(
+            me=SelfIdentity(),
+            counter=default_counter(),
+            history=IndexedHistory(
+                max_messages_per_channel=_ALL, max_bytes=args.history_mb * 2**20
+            ),
+            record=record,
+        )
+        for batch in store.iter_messages(team, args.channel):
+            engine.learn_messages(batch)
+        engine.learn_warm(args.channel, [])
+        answer = run_query(engine, body)
+    finally:
+        opened.close()
+    print(json.dumps(answer, indent=2) if args.format == "json" else answer["rendered"])
+    return 0
+
+
+def _team_of(store: SqliteChannelStore, channel: str, team: str | None, data_dir: Path) -> str:
+    teams = sorted({key.team for key in store.channels(team) if key.channel == channel})
+    if not teams:
+        where = f" of team {team}" if team else ""
+        raise SettingsError(f"{channel}{where} is not in the channel store in {data_dir}")
+    if len(teams) > 1:
+        raise SettingsError(f"{channel} is stored for several teams ({', '.join(teams)}): --team")
+    return teams[0]
