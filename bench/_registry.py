@@ -24,4 +24,5 @@ BENCHES: Final[dict[str, tuple[str, ...]]] = {
     "scale_out": ("Scale-out on Redis",),
     "memory": ("Memory per message and intake",),
     "store": ("Channel store",),
+    "store_postgres": ("Channel store on PostgreSQL",),
 }

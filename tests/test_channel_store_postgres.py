@@ -64,6 +64,6 @@ class PostgresStoreMachine(StoreMachine):
 
 
 PostgresStoreMachine.TestCase.settings = settings(
-    max_examples=25, stateful_step_count=20, deadline=None
+    max_examples=15, stateful_step_count=20, deadline=None
 )
 test_postgres_store_equals_its_model = PostgresStoreMachine.TestCase

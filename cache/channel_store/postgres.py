@@ -183,7 +183,7 @@ class PostgresChannelStore(PgReads):
                     conn.execute("UPDATE schema_version SET erase_pending = false")
                     conn.execute("SET statement_timeout = 0")
                     try:
-                        conn.execute(f"VACUUM (FULL, ANALYZE) {', '.join(TABLES)}".encode())
+                        conn.execute(f"VACUUM FULL {', '.join(TABLES)}".encode())
                     finally:
                         conn.execute("RESET statement_timeout")
             except psycopg.Error as error:
