@@ -6,12 +6,14 @@ cached once found: an id never changes (forgetting a channel keeps its row).
 Search candidates come from the ``doc`` tsvector and its GIN index: each term becomes a phrase
 query of its words (``phraseto_tsquery``, so "checkout-api" finds the two words side by side and
 no term can inject query syntax), the terms are OR-ed, and the matches of the channel are
-ordered by ``ts_rank`` with length normalisation (rank / (1 + log length)), the nearest of
-PostgreSQL's built-in ranks to BM25's saturation and length penalty.
+ordered by a BM25-like score: each phrase's ``ts_rank`` with length normalisation (rank over
+1 + log length) weighted by the phrase's inverse document frequency in the channel, summed.
+``ts_rank`` alone has no IDF: a common word of the intent would weigh as much as a rare one.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -36,6 +38,10 @@ __all__ = ["PgReads"]
 
 _SELECT = "SELECT ts, thread_ts, user_id, text, reply_count, flags, more FROM messages"
 _TIMELINE = "(thread_key IS NULL OR thread_key = ts_key OR flags & 16 != 0)"
+# Counting stops here: a phrase in more messages than this is common (IDF near 0), and a
+# channel larger than this is large (IDF differences between phrases stay).
+_DF_CAP = 20_000
+_N_CAP = 200_000
 _TABLES = ("channels", "users", "messages", "pins", "files", "cursors")
 
 
@@ -166,15 +172,35 @@ class PgReads:
         phrases = list(dict.fromkeys(t for t in terms if any(c.isalnum() for c in t)))
         if chan is None or not phrases or limit <= 0:
             return []
-        query = " || ".join(f"phraseto_tsquery('{TS_CONFIG}', %s)" for _ in phrases)
+        weights = self._idf(chan, phrases)
+        terms_q = [f"phraseto_tsquery('{TS_CONFIG}', %s)" for _ in phrases]
+        score = " + ".join(f"%s * ts_rank(m.doc, {q}, 1)" for q in terms_q)
+        args: list[Any] = [
+            a for phrase, w in zip(phrases, weights, strict=True) for a in (w, phrase)
+        ]
         rows = self._query(
-            f"WITH q AS (SELECT {query} AS q) "
-            "SELECT m.ts, ts_rank(m.doc, q.q, 1) AS score FROM messages m, q "
-            "WHERE m.chan = %s AND m.doc @@ q.q "
+            f"SELECT m.ts, {score} AS score FROM messages m "
+            f"WHERE m.chan = %s AND m.doc @@ ({' || '.join(terms_q)}) "
             f"ORDER BY score DESC, m.ts_key DESC LIMIT {int(limit)}",
-            (*phrases, chan),
+            (*args, chan, *phrases),
         )
         return [Candidate(str(ts), float(score)) for ts, score in rows]
+
+    def _idf(self, chan: int, phrases: list[str]) -> list[float]:
+        """BM25's inverse document frequency of each phrase in the channel, counted up to
+        :data:`_DF_CAP` matches (past it a phrase is common: its weight is near 0 anyway)."""
+        counts = ", ".join(
+            f"(SELECT count(*) FROM (SELECT 1 FROM messages WHERE chan = %s AND doc @@ "
+            f"phraseto_tsquery('{TS_CONFIG}', %s) LIMIT {_DF_CAP}) s)"
+            for _ in phrases
+        )
+        row = self._query(
+            f"SELECT (SELECT count(*) FROM (SELECT 1 FROM messages WHERE chan = %s "
+            f"LIMIT {_N_CAP}) n), {counts}",
+            (chan, *[a for phrase in phrases for a in (chan, phrase)]),
+        )[0]
+        total = max(int(row[0]), 1)
+        return [math.log(1 + (total - int(df) + 0.5) / (int(df) + 0.5)) for df in row[1:]]
 
     # -- names, pins, files, cursors ----------------------------------------------------------
 
