@@ -93,6 +93,21 @@ class PgApplier:
         self.horizon = horizon  # ts keys below it are older than the retention period
         self._channels: dict[tuple[str, str], tuple[int, int | None]] = {}
         self._rows: dict[tuple[int, int], _Row | None] = {}
+        # Row writes not sent yet: sent together (executemany) before any other statement
+        # and at the end of the batch, a few round trips for thousands of rows.
+        self._pending: dict[tuple[int, int], tuple[object, ...]] = {}
+
+    def flush(self) -> None:
+        """Send the buffered row writes (before the batch commits)."""
+        if self._pending:
+            rows = list(self._pending.values())
+            self._pending.clear()
+            with self.conn.cursor() as cursor:
+                cursor.executemany(_UPSERT, rows)
+
+    def _sql(self, query: str, args: Sequence[object] = ()) -> psycopg.Cursor[TupleRow]:
+        self.flush()
+        return self.conn.execute(query.encode(), args)
 
     def prefetch(self, events: Sequence[StoreEvent]) -> None:
         """Read the stored rows every post of the batch touches (one query a channel)."""
@@ -103,7 +118,7 @@ class PgApplier:
                 wanted.setdefault((event.team, event.message.channel), set()).add(key)
         for (team, channel), keys in wanted.items():
             chan, _ = self.channel(team, channel)
-            rows = self.conn.execute(
+            rows = self._sql(
                 f"SELECT ts_key, {_COLUMNS} FROM messages WHERE chan = %s AND ts_key = ANY(%s)",
                 (chan, sorted(keys)),
             ).fetchall()
@@ -130,10 +145,10 @@ class PgApplier:
                 self._file_deleted(event, result)
             case ChannelNamed():
                 chan, _ = self.channel(event.team, event.channel)
-                self.conn.execute("UPDATE channels SET name = %s WHERE id = %s", (event.name, chan))
+                self._sql("UPDATE channels SET name = %s WHERE id = %s", (event.name, chan))
                 result.applied += 1
             case UserNamed():
-                self.conn.execute(
+                self._sql(
                     "INSERT INTO users (team, user_id, name) VALUES (%s, %s, %s) "
                     "ON CONFLICT (team, user_id) DO UPDATE SET name = excluded.name",
                     (event.team, event.user, event.name),
@@ -145,7 +160,7 @@ class PgApplier:
                 self._forget_user(event.team, event.user, result)
             case CursorSaved():
                 chan, _ = self.channel(event.team, event.channel)
-                self.conn.execute(
+                self._sql(
                     "INSERT INTO cursors (chan, kind, cursor) VALUES (%s, %s, %s) "
                     "ON CONFLICT (chan, kind) DO UPDATE SET cursor = excluded.cursor",
                     (chan, event.kind, event.cursor.model_dump_json()),
@@ -159,11 +174,11 @@ class PgApplier:
         found = self._channels.get((team, channel))
         if found is not None:
             return found
-        self.conn.execute(
+        self._sql(
             "INSERT INTO channels (team, channel) VALUES (%s, %s) ON CONFLICT DO NOTHING",
             (team, channel),
         )
-        row = self.conn.execute(
+        row = self._sql(
             "SELECT id, erased_through FROM channels WHERE team = %s AND channel = %s",
             (team, channel),
         ).fetchone()
@@ -175,7 +190,7 @@ class PgApplier:
     def _row(self, chan: int, key: int) -> _Row | None:
         if (chan, key) in self._rows:
             return self._rows[(chan, key)]
-        found = self.conn.execute(
+        found = self._sql(
             f"SELECT {_COLUMNS} FROM messages WHERE chan = %s AND ts_key = %s", (chan, key)
         ).fetchone()
         row = self._rows[(chan, key)] = None if found is None else _Row(*found)
@@ -186,12 +201,10 @@ class PgApplier:
         key, ts, thread_key, thread_ts, user, text, replies, flags, more, version, deleted = (
             row_from_message(message)
         )
-        self.conn.execute(
-            _UPSERT,
-            (
-                chan, key, ts, thread_key, thread_ts, user, text, replies, flags, more, version,
-                bool(deleted), bool(deleted), document(text, more),
-            ),
+        self._pending.pop((chan, key), None)  # re-inserted last: the newest write wins
+        self._pending[(chan, key)] = (
+            chan, key, ts, thread_key, thread_ts, user, text, replies, flags, more, version,
+            bool(deleted), bool(deleted), document(text, more),
         )  # fmt: skip
         self._rows[(chan, key)] = _Row(
             ts, thread_ts, user, text, replies, flags, more, version, bool(deleted)
@@ -283,11 +296,11 @@ class PgApplier:
                 update={"thread_ts": before.thread_ts, "reply_count": before.reply_count}
             )
         self._write(chan, stone)
-        self.conn.execute("DELETE FROM pins WHERE chan = %s AND ts_key = %s", (chan, key))
+        self._sql("DELETE FROM pins WHERE chan = %s AND ts_key = %s", (chan, key))
         if before.is_reply:
             assert before.thread_ts is not None
             root = ts_key(before.thread_ts)
-            self.conn.execute(
+            self._sql(
                 "UPDATE messages SET reply_count = reply_count - 1 "
                 "WHERE chan = %s AND ts_key = %s AND reply_count > 0",
                 (chan, root),
@@ -321,13 +334,13 @@ class PgApplier:
             result.unknown += 1
             return
         if event.pinned:
-            self.conn.execute(
+            self._sql(
                 "INSERT INTO pins (chan, ts_key, user_id) VALUES (%s, %s, %s) "
                 "ON CONFLICT (chan, ts_key) DO UPDATE SET user_id = excluded.user_id",
                 (chan, key, event.user),
             )
         else:
-            self.conn.execute("DELETE FROM pins WHERE chan = %s AND ts_key = %s", (chan, key))
+            self._sql("DELETE FROM pins WHERE chan = %s AND ts_key = %s", (chan, key))
         result.applied += 1
 
     def _file_shared(self, event: FileShared, result: WriteResult) -> None:
@@ -335,7 +348,7 @@ class PgApplier:
         if event.channel is not None:
             chan, _ = self.channel(event.team, event.channel)
             key = None if event.ts is None else ts_key(event.ts)
-        self.conn.execute(
+        self._sql(
             "INSERT INTO files (team, file_id, chan, ts_key, record) VALUES (%s, %s, %s, %s, %s) "
             "ON CONFLICT (team, file_id) DO UPDATE SET chan = excluded.chan, "
             "ts_key = excluded.ts_key, record = excluded.record",
@@ -344,11 +357,9 @@ class PgApplier:
         result.applied += 1
 
     def _file_deleted(self, event: FileDeleted, result: WriteResult) -> None:
-        self.conn.execute(
-            "DELETE FROM files WHERE team = %s AND file_id = %s", (event.team, event.file_id)
-        )
+        self._sql("DELETE FROM files WHERE team = %s AND file_id = %s", (event.team, event.file_id))
         needle = json.dumps(event.file_id)
-        carriers = self.conn.execute(
+        carriers = self._sql(
             f"SELECT c.channel, c.id, m.ts_key, {', '.join('m.' + c for c in _COLUMNS.split(', '))} "
             "FROM messages m JOIN channels c ON c.id = m.chan "
             "WHERE c.team = %s AND strpos(m.more, %s) > 0",
@@ -367,14 +378,12 @@ class PgApplier:
 
     def _forget_channel(self, team: str, channel: str, result: WriteResult) -> None:
         chan, erased_through = self.channel(team, channel)
-        newest = self.conn.execute(
-            "SELECT max(ts_key) FROM messages WHERE chan = %s", (chan,)
-        ).fetchone()
+        newest = self._sql("SELECT max(ts_key) FROM messages WHERE chan = %s", (chan,)).fetchone()
         keys = [int(k) for k in (newest[0] if newest else None, erased_through) if k is not None]
         through = max(keys) if keys else None
         for table in ("messages", "pins", "cursors", "files"):
-            self.conn.execute(f"DELETE FROM {table} WHERE chan = %s", (chan,))
-        self.conn.execute(
+            self._sql(f"DELETE FROM {table} WHERE chan = %s", (chan,))
+        self._sql(
             "UPDATE channels SET name = NULL, erased_through = %s WHERE id = %s", (through, chan)
         )
         self._channels[(team, channel)] = (chan, through)
@@ -384,8 +393,8 @@ class PgApplier:
         result.erased = True
 
     def _forget_user(self, team: str, user: str, result: WriteResult) -> None:
-        self.conn.execute("DELETE FROM users WHERE team = %s AND user_id = %s", (team, user))
-        owned = self.conn.execute(
+        self._sql("DELETE FROM users WHERE team = %s AND user_id = %s", (team, user))
+        owned = self._sql(
             "SELECT c.channel, m.ts FROM messages m JOIN channels c ON c.id = m.chan "
             "WHERE c.team = %s AND m.user_id = %s AND NOT m.deleted",
             (team, user),

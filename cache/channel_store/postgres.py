@@ -148,6 +148,7 @@ class PostgresChannelStore(PgReads):
                 with conn.pipeline():
                     for event in events:
                         applier.apply(event, result)
+                    applier.flush()
                     if result.erased:
                         conn.execute("UPDATE schema_version SET erase_pending = true")
         except psycopg.Error as error:
