@@ -5,9 +5,10 @@ by ``(chan, ts_key)``, its lexemes are a column of the row (set from ``_rows.doc
 same statement as the text), so no separate index needs keeping in step.
 
 Round trips are what a remote database charges for: the rows a batch's posts touch are read in
-one query per channel before the batch is applied, and the statements go out in pipeline mode
-(psycopg sends them without waiting for each answer), so a bulk import costs a few round trips
-per batch, not two per message.
+one query per channel before the batch is applied, and the row writes are held and sent
+together before any other statement and at the end (COPY into a temporary table and one upsert
+from it for a large batch, ``executemany`` for a small one), so a bulk import costs a few round
+trips per batch, not two per message.
 """
 
 from __future__ import annotations
@@ -59,6 +60,21 @@ _UPSERT = (
     "version = excluded.version, deleted = excluded.deleted, doc = excluded.doc"
 )
 
+_COPY_FROM = 200
+_COPY = (
+    "COPY incoming (chan, ts_key, ts, thread_key, thread_ts, user_id, text, reply_count, flags, "
+    "more, version, deleted, doc) FROM STDIN"
+)
+_FROM_INCOMING = (
+    "INSERT INTO messages SELECT chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
+    "reply_count, flags, more, version, deleted, CASE WHEN deleted THEN NULL ELSE "
+    f"to_tsvector('{TS_CONFIG}', doc) END FROM incoming "
+    "ON CONFLICT (chan, ts_key) DO UPDATE SET ts = excluded.ts, thread_key = excluded.thread_key, "
+    "thread_ts = excluded.thread_ts, user_id = excluded.user_id, text = excluded.text, "
+    "reply_count = excluded.reply_count, flags = excluded.flags, more = excluded.more, "
+    "version = excluded.version, deleted = excluded.deleted, doc = excluded.doc"
+)
+
 
 @dataclass(slots=True)
 class _Row:
@@ -102,8 +118,22 @@ class PgApplier:
         if self._pending:
             rows = list(self._pending.values())
             self._pending.clear()
+            if len(rows) < _COPY_FROM:
+                with self.conn.cursor() as cursor:
+                    cursor.executemany(_UPSERT, rows)
+                return
+            # Many rows: COPY them into a temporary table, then one upsert from it.
+            self.conn.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS incoming (chan bigint, ts_key bigint, ts text, "
+                "thread_key bigint, thread_ts text, user_id text, text text, reply_count integer, "
+                "flags integer, more text, version bigint, deleted boolean, doc text) "
+                "ON COMMIT DELETE ROWS"
+            )
             with self.conn.cursor() as cursor:
-                cursor.executemany(_UPSERT, rows)
+                with cursor.copy(_COPY) as copy:
+                    for row in rows:
+                        copy.write_row(row[:12] + row[13:])
+                cursor.execute(_FROM_INCOMING)
 
     def _sql(self, query: str, args: Sequence[object] = ()) -> psycopg.Cursor[TupleRow]:
         self.flush()

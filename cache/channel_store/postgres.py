@@ -145,12 +145,11 @@ class PostgresChannelStore(PgReads):
                     )
                 applier = PgApplier(conn, self._horizon())
                 applier.prefetch(events)
-                with conn.pipeline():
-                    for event in events:
-                        applier.apply(event, result)
-                    applier.flush()
-                    if result.erased:
-                        conn.execute("UPDATE schema_version SET erase_pending = true")
+                for event in events:
+                    applier.apply(event, result)
+                applier.flush()
+                if result.erased:
+                    conn.execute("UPDATE schema_version SET erase_pending = true")
         except psycopg.Error as error:
             raise translated(error, self.where) from None
         if result.erased and self._clock() - self._last_erase >= self._erase_interval:
