@@ -25,6 +25,7 @@ BENCHES: Final[dict[str, tuple[str, ...]]] = {
     "scale_out": ("Scale-out on Redis",),
     "memory": ("Memory per message and intake",),
     "store": ("Channel store",),
+    "store_postgres": ("Channel store on PostgreSQL",),
     # Last: it draws the pictures from the tables the others wrote.
     "plots": ("Plots",),
 }

@@ -40,6 +40,7 @@ from chanctx.cache.channel_store._records import (
     WriteResult,
 )
 from chanctx.cache.channel_store._schema import SCHEMA_VERSION
+from chanctx.cache.channel_store.postgres import PostgresChannelStore, StoreUnavailable
 from chanctx.cache.channel_store.sqlite import DB_NAME, SqliteChannelStore
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "MessageEdited",
     "MessagePosted",
     "PinChanged",
+    "PostgresChannelStore",
     "ReactionChanged",
     "SqliteChannelStore",
     "StoreCorrupt",
@@ -69,6 +71,7 @@ __all__ = [
     "StoreLocked",
     "StoreStats",
     "StoreTooNew",
+    "StoreUnavailable",
     "UserForgotten",
     "UserNamed",
     "WriteResult",

@@ -1,0 +1,297 @@
+"""Everything the PostgreSQL store answers, each read on a pooled connection in autocommit.
+
+A read sees the last committed state and never waits for a writer (MVCC). Channel ids are
+cached once found: an id never changes (forgetting a channel keeps its row).
+
+Search candidates come from the ``doc`` tsvector and its GIN index: each term becomes a phrase
+query of its words (``phraseto_tsquery``, so "checkout-api" finds the two words side by side and
+no term can inject query syntax), the terms are OR-ed, and the matches of the channel are
+ordered by a BM25-like score: each phrase's ``ts_rank`` with length normalisation (rank over
+1 + log length) weighted by the phrase's inverse document frequency in the channel, summed.
+``ts_rank`` alone has no IDF: a common word of the intent would weigh as much as a rare one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import psycopg
+from chanctx.cache import ts_key
+from chanctx.cache.channel_store._pg_errors import translated
+from chanctx.cache.channel_store._pg_schema import TS_CONFIG
+from chanctx.cache.channel_store._records import (
+    BackfillCursor,
+    Candidate,
+    ChannelKey,
+    ChannelStats,
+    Scope,
+    StoreStats,
+)
+from chanctx.cache.channel_store._rows import message_from_row
+from chanctx.context import FileRef, Message
+from psycopg.rows import TupleRow
+
+__all__ = ["PgReads"]
+
+_SELECT = "SELECT ts, thread_ts, user_id, text, reply_count, flags, more FROM messages"
+_TIMELINE = "(thread_key IS NULL OR thread_key = ts_key OR flags & 16 != 0)"
+# Counting stops here: a phrase in more messages than this is common (IDF near 0), and a
+# channel larger than this is large (IDF differences between phrases stay).
+_DF_CAP = 20_000
+_N_CAP = 200_000
+_TABLES = ("channels", "users", "messages", "pins", "files", "cursors")
+
+
+class PgReads:
+    """The read half of the PostgreSQL store (mixed into ``PostgresChannelStore``)."""
+
+    where: str
+    schema_version: int
+    _connection: Callable[[], AbstractContextManager[psycopg.Connection[TupleRow]]]
+
+    def __init__(self) -> None:
+        self._chan_ids: dict[tuple[str, str], int] = {}
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[TupleRow]:
+        try:
+            with self._connection() as conn:
+                return conn.execute(sql.encode(), args).fetchall()
+        except psycopg.Error as error:
+            raise translated(error, self.where) from None
+
+    def _chan(self, team: str, channel: str) -> int | None:
+        found = self._chan_ids.get((team, channel))
+        if found is None:
+            rows = self._query(
+                "SELECT id FROM channels WHERE team = %s AND channel = %s", (team, channel)
+            )
+            if not rows:
+                return None
+            found = self._chan_ids[(team, channel)] = int(rows[0][0])
+        return found
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def get(self, team: str, channel: str, ts: str) -> Message | None:
+        """The stored message at ``ts``, a tombstone (``deleted=True``, no text) included."""
+        chan = self._chan(team, channel)
+        if chan is None:
+            return None
+        rows = self._query(f"{_SELECT} WHERE chan = %s AND ts_key = %s", (chan, ts_key(ts)))
+        return message_from_row(channel, *rows[0]) if rows else None
+
+    def messages(
+        self,
+        team: str,
+        channel: str,
+        *,
+        limit: int | None = None,
+        oldest: str | None = None,
+        latest: str | None = None,
+        scope: Scope = "all",
+    ) -> list[Message]:
+        """Live messages (no tombstones) oldest to newest; ``limit`` keeps the newest."""
+        if limit is not None and (isinstance(limit, bool) or limit < 0):
+            raise ValueError(f"limit must be a non-negative integer or None, got {limit!r}")
+        chan = self._chan(team, channel)
+        if chan is None:
+            return []
+        where, args = ["chan = %s", "NOT deleted"], [chan]
+        if oldest is not None:
+            where.append("ts_key >= %s")
+            args.append(ts_key(oldest))
+        if latest is not None:
+            where.append("ts_key <= %s")
+            args.append(ts_key(latest))
+        if scope == "timeline":
+            where.append(_TIMELINE)
+        sql = f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY ts_key DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        rows = self._query(sql, args)
+        rows.reverse()
+        return [message_from_row(channel, *row) for row in rows]
+
+    def get_many(self, team: str, channel: str, ts: Sequence[str]) -> list[Message]:
+        """The live messages among ``ts``, oldest to newest (unknown and deleted left out)."""
+        chan = self._chan(team, channel)
+        if chan is None or not ts:
+            return []
+        keys = sorted({ts_key(t) for t in ts})
+        rows = self._query(
+            f"{_SELECT} WHERE chan = %s AND NOT deleted AND ts_key = ANY(%s) ORDER BY ts_key",
+            (chan, keys),
+        )
+        return [message_from_row(channel, *row) for row in rows]
+
+    def replies(self, team: str, channel: str, thread_ts: str) -> list[Message]:
+        """A thread's live replies (not its root), oldest to newest."""
+        chan = self._chan(team, channel)
+        if chan is None:
+            return []
+        root = ts_key(thread_ts)
+        rows = self._query(
+            f"{_SELECT} WHERE chan = %s AND thread_key = %s AND ts_key != %s AND NOT deleted "
+            "ORDER BY ts_key",
+            (chan, root, root),
+        )
+        return [message_from_row(channel, *row) for row in rows]
+
+    def iter_messages(
+        self, team: str, channel: str, *, batch: int = 10_000
+    ) -> Iterator[list[Message]]:
+        """Every live message of the channel, oldest first, ``batch`` at a time."""
+        chan = self._chan(team, channel)
+        if chan is None:
+            return
+        after = -1
+        while True:
+            rows = self._query(
+                "SELECT ts_key, ts, thread_ts, user_id, text, reply_count, flags, more "
+                "FROM messages WHERE chan = %s AND ts_key > %s AND NOT deleted "
+                f"ORDER BY ts_key LIMIT {int(batch)}",
+                (chan, after),
+            )
+            if not rows:
+                return
+            after = int(rows[-1][0])
+            yield [message_from_row(channel, *row[1:]) for row in rows]
+
+    def search_candidates(
+        self, team: str, channel: str, terms: Sequence[str], limit: int
+    ) -> list[Candidate]:
+        """The best ``limit`` messages for any of ``terms`` by ``ts_rank``, best first.
+
+        Candidates for the ranking, not the ranking: the caller scores them with every signal
+        it has (threads, neighbours, dates, people).
+        """
+        chan = self._chan(team, channel)
+        phrases = list(dict.fromkeys(t for t in terms if any(c.isalnum() for c in t)))
+        if chan is None or not phrases or limit <= 0:
+            return []
+        weights = self._idf(chan, phrases)
+        terms_q = [f"phraseto_tsquery('{TS_CONFIG}', %s)" for _ in phrases]
+        score = " + ".join(f"%s * ts_rank(m.doc, {q}, 1)" for q in terms_q)
+        args: list[Any] = [
+            a for phrase, w in zip(phrases, weights, strict=True) for a in (w, phrase)
+        ]
+        rows = self._query(
+            f"SELECT m.ts, {score} AS score FROM messages m "
+            f"WHERE m.chan = %s AND m.doc @@ ({' || '.join(terms_q)}) "
+            f"ORDER BY score DESC, m.ts_key DESC LIMIT {int(limit)}",
+            (*args, chan, *phrases),
+        )
+        return [Candidate(str(ts), float(score)) for ts, score in rows]
+
+    def _idf(self, chan: int, phrases: list[str]) -> list[float]:
+        """BM25's inverse document frequency of each phrase in the channel, counted up to
+        :data:`_DF_CAP` matches (past it a phrase is common: its weight is near 0 anyway)."""
+        counts = ", ".join(
+            f"(SELECT count(*) FROM (SELECT 1 FROM messages WHERE chan = %s AND doc @@ "
+            f"phraseto_tsquery('{TS_CONFIG}', %s) LIMIT {_DF_CAP}) s)"
+            for _ in phrases
+        )
+        row = self._query(
+            f"SELECT (SELECT count(*) FROM (SELECT 1 FROM messages WHERE chan = %s "
+            f"LIMIT {_N_CAP}) n), {counts}",
+            (chan, *[a for phrase in phrases for a in (chan, phrase)]),
+        )[0]
+        total = max(int(row[0]), 1)
+        return [math.log(1 + (total - int(df) + 0.5) / (int(df) + 0.5)) for df in row[1:]]
+
+    # -- names, pins, files, cursors ----------------------------------------------------------
+
+    def channel_names(self, team: str) -> dict[str, str]:
+        rows = self._query(
+            "SELECT channel, name FROM channels WHERE team = %s AND name IS NOT NULL", (team,)
+        )
+        return {str(c): str(n) for c, n in rows}
+
+    def user_names(self, team: str) -> dict[str, str]:
+        rows = self._query("SELECT user_id, name FROM users WHERE team = %s", (team,))
+        return {str(u): str(n) for u, n in rows}
+
+    def pins(self, team: str, channel: str) -> list[str]:
+        chan = self._chan(team, channel)
+        if chan is None:
+            return []
+        rows = self._query(
+            "SELECT m.ts FROM pins p JOIN messages m ON m.chan = p.chan AND m.ts_key = p.ts_key "
+            "WHERE p.chan = %s ORDER BY p.ts_key",
+            (chan,),
+        )
+        return [str(ts) for (ts,) in rows]
+
+    def file(self, team: str, file_id: str) -> FileRef | None:
+        rows = self._query(
+            "SELECT record FROM files WHERE team = %s AND file_id = %s", (team, file_id)
+        )
+        return FileRef.model_validate_json(rows[0][0]) if rows else None
+
+    def cursor(self, team: str, channel: str, kind: str = "history") -> BackfillCursor | None:
+        chan = self._chan(team, channel)
+        if chan is None:
+            return None
+        rows = self._query("SELECT cursor FROM cursors WHERE chan = %s AND kind = %s", (chan, kind))
+        return BackfillCursor.model_validate_json(rows[0][0]) if rows else None
+
+    def channels(self, team: str | None = None) -> list[ChannelKey]:
+        """Every channel the store knows (forgotten ones included: they keep their key)."""
+        sql, args = "SELECT team, channel FROM channels", []
+        if team is not None:
+            sql, args = sql + " WHERE team = %s", [team]
+        return [ChannelKey(t, c) for t, c in self._query(sql + " ORDER BY team, channel", args)]
+
+    # -- stats --------------------------------------------------------------------------------
+
+    def stats(self) -> StoreStats:
+        """Counts per channel and in all, and the bytes of the store's tables and indexes."""
+        rows = self._query(
+            "SELECT c.team, c.channel, c.name, "
+            "count(m.ts_key) FILTER (WHERE NOT m.deleted), "
+            "count(m.ts_key) FILTER (WHERE m.deleted), "
+            "count(DISTINCT m.thread_key) FILTER (WHERE NOT m.deleted AND m.thread_key IS NOT NULL "
+            "AND m.thread_key != m.ts_key), "
+            "min(m.ts_key) FILTER (WHERE NOT m.deleted), max(m.ts_key) FILTER (WHERE NOT m.deleted) "
+            "FROM channels c LEFT JOIN messages m ON m.chan = c.id "
+            "GROUP BY c.id ORDER BY c.team, c.channel"
+        )
+        per: list[ChannelStats] = []
+        for team, channel, name, live, stones, threads, oldest, newest in rows:
+            chan = self._chan(team, channel)
+            ends = self._query(
+                "SELECT ts FROM messages WHERE chan = %s AND ts_key = ANY(%s) ORDER BY ts_key",
+                (chan, [k for k in (oldest, newest) if k is not None]),
+            )
+            per.append(
+                ChannelStats(
+                    team=team,
+                    channel=channel,
+                    name=name,
+                    messages=live,
+                    threads=threads,
+                    tombstones=stones,
+                    oldest_ts=ends[0][0] if ends else None,
+                    newest_ts=ends[-1][0] if ends else None,
+                    backfill=self.cursor(team, channel),
+                )
+            )
+        return StoreStats(
+            path=self.where,
+            schema_version=self.schema_version,
+            channels=len(per),
+            messages=sum(c.messages for c in per),
+            threads=sum(c.threads for c in per),
+            tombstones=sum(c.tombstones for c in per),
+            bytes_on_disk=self.bytes_on_disk(),
+            per_channel=per,
+        )
+
+    def bytes_on_disk(self) -> int:
+        """The store's tables with their TOAST and indexes (dead tuples included until the
+        erase pass's VACUUM FULL rewrites them)."""
+        names = ", ".join(f"pg_total_relation_size('{t}')" for t in _TABLES)
+        return int(self._query(f"SELECT {' + '.join(names.split(', '))}")[0][0])
