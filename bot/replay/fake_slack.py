@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import logging
 import random
 import threading
 import time
@@ -69,6 +70,7 @@ __all__ = [
     "RecordedStatus",
 ]
 
+logger = logging.getLogger("chanctx.fake_slack")
 # What `post_error_rate` fails: every call that puts an answer in front of a user.
 _CHAOS_METHODS: Final = frozenset(
     {"chat.postMessage", "chat.startStream", "chat.appendStream", "chat.stopStream", "chat.update"}
@@ -116,8 +118,11 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
         self._messages: dict[str, dict[str, dict[str, Any]]] = {}
         self._last_micros: dict[str, int] = {}
         self._calls: list[RecordedCall] = []
+        self._issued: set[str] = set()
         self._faults: list[Fault] = []
         self.posted: list[dict[str, Any]] = []  # chat.postMessage results, with "channel"
+        # Every Web API call that failed, injected or refused: (method, HTTP status, error).
+        self.failures: list[tuple[str, int, str]] = []
         self.reactions_log: list[RecordedReaction] = []
         self.statuses: list[RecordedStatus] = []
         self._init_streams(stream_ttl)
@@ -372,6 +377,17 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
         return error, delay
 
     def _serve(self, verb: str, path: str, headers: Mapping[str, str], raw: bytes) -> Reply:
+        reply = self._answer(verb, path, headers, raw)
+        body = reply.body
+        failed = reply.status >= 400 or (isinstance(body, dict) and body.get("ok") is False)
+        if failed and path.startswith("/api/"):
+            error = body.get("error") if isinstance(body, dict) else None
+            method = urlsplit(path).path.removeprefix("/api/")
+            with self._lock:
+                self.failures.append((method, reply.status, str(error or "")))
+        return reply
+
+    def _answer(self, verb: str, path: str, headers: Mapping[str, str], raw: bytes) -> Reply:
         url = urlsplit(path)
         params: dict[str, Any] = dict(parse_qsl(url.query, keep_blank_values=True))
         try:
@@ -415,6 +431,9 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
                 reply = Reply(200, {"ok": True, **handler(params)})
             except SlackError as error:
                 reply = Reply(200, {"ok": False, "error": str(error)})
+            except Exception:  # a bug here answers as Slack's own would, never a dropped line
+                logger.exception("the fake Slack failed on %s", method)
+                reply = Reply(500, {"ok": False, "error": "fatal_error"})
             return reply if fault is None else fault_reply(fault)
 
     def _connections_open(self, authorization: str) -> Reply:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from chanctx.bot.replay.fake_slack_wire import (
+    cursor_position,
     decode_cursor,
     encode_cursor,
     int_param,
@@ -31,6 +32,7 @@ class ReadMethods:
     _pins: dict[str, list[str]]
     _max_replies: int
     _messages: dict[str, dict[str, dict[str, Any]]]
+    _issued: set[str]  # every cursor handed out: Slack refuses one it did not issue
 
     def _channel(self, params: Mapping[str, Any], name: str = "channel") -> str:
         raise NotImplementedError
@@ -62,7 +64,7 @@ class ReadMethods:
         self, items: list[dict[str, Any]], params: dict[str, Any], limit: int, newest_first: bool
     ) -> dict[str, Any]:
         if params.get("cursor"):
-            at = decode_cursor(str(params["cursor"]))
+            at = decode_cursor(self._redeem(str(params["cursor"])))
             items = [
                 m
                 for m in items
@@ -73,8 +75,18 @@ class ReadMethods:
         return {
             "messages": [self._public(m, metadata=metadata) for m in page],
             "has_more": bool(rest),
-            "response_metadata": {"next_cursor": encode_cursor(rest[0]["ts"]) if rest else ""},
+            "response_metadata": {"next_cursor": self._issue(rest[0]["ts"]) if rest else ""},
         }
+
+    def _issue(self, position: str, kind: str = "next_ts") -> str:
+        cursor = encode_cursor(position, kind)
+        self._issued.add(cursor)
+        return cursor
+
+    def _redeem(self, cursor: str) -> str:
+        if cursor not in self._issued:
+            raise SlackError("invalid_cursor")
+        return cursor
 
     @staticmethod
     def _in_range(params: Mapping[str, Any]) -> Callable[[dict[str, Any]], bool]:
@@ -124,13 +136,20 @@ class ReadMethods:
         if channel not in self._channels:
             raise SlackError("channel_not_found")
         members = [str(m) for m in self._channels[channel].get("members") or []]
-        start = int(str(params.get("cursor") or "0") or 0)
+        start = 0
+        if params.get("cursor"):
+            user = cursor_position(self._redeem(str(params["cursor"])), "user")
+            if user not in members:
+                raise SlackError("invalid_cursor")
+            start = members.index(user)
         limit = int_param(params, "limit", 100, 1000)
         page = members[start : start + limit]
         more = start + limit < len(members)
         return {
             "members": page,
-            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+            "response_metadata": {
+                "next_cursor": self._issue(members[start + limit], "user") if more else ""
+            },
         }
 
     def _pins_list(self, params: dict[str, Any]) -> dict[str, Any]:

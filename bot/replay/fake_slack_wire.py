@@ -24,11 +24,13 @@ __all__ = [
     "MARKDOWN_TEXT_LIMIT",
     "MICROS",
     "TEXT_LIMIT",
+    "UPDATE_TEXT_LIMIT",
     "Fault",
     "RecordedCall",
     "RecordedReaction",
     "RecordedStatus",
     "Reply",
+    "cursor_position",
     "decode_cursor",
     "encode_cursor",
     "fault_reply",
@@ -41,7 +43,8 @@ __all__ = [
 ]
 
 MARKDOWN_TEXT_LIMIT = 12_000  # chat.postMessage markdown_text
-TEXT_LIMIT = 40_000  # Slack refuses text past 40,000 characters (msg_too_long)
+TEXT_LIMIT = 40_000  # chat.postMessage keeps 40,000 characters of text, warning of the rest
+UPDATE_TEXT_LIMIT = 4_000  # chat.update refuses longer text (msg_too_long)
 
 MICROS: Final = 1_000_000
 
@@ -123,29 +126,33 @@ def message_text(params: Mapping[str, Any]) -> str:
         return markdown  # Slack renders it; the stored text keeps what was posted
     if not any(params.get(k) for k in ("text", "blocks", "attachments")):
         raise SlackError("no_text")
-    text = str(params.get("text") or "")
-    if len(text) > TEXT_LIMIT:
-        raise SlackError("msg_too_long")
-    return text
+    return str(params.get("text") or "")[:TEXT_LIMIT]  # Slack truncates, with a warning
 
 
 def truthy(value: Any) -> bool:
     return value is True or str(value).lower() in {"1", "true"}
 
 
-def encode_cursor(ts: str) -> str:
-    return base64.b64encode(f"next_ts:{ts}".encode()).decode()
+def encode_cursor(position: str, kind: str = "next_ts") -> str:
+    """An opaque cursor, shaped as Slack's are: base64 of ``next_ts:<ts>`` (messages) or
+    ``user:<id>`` (members)."""
+    return base64.b64encode(f"{kind}:{position}".encode()).decode()
 
 
-def decode_cursor(cursor: str) -> Decimal:
+def cursor_position(cursor: str, kind: str = "next_ts") -> str:
+    """What ``encode_cursor`` put in ``cursor``; ``invalid_cursor`` for anything else."""
     try:
         text = base64.b64decode(cursor, validate=True).decode()
     except (binascii.Error, UnicodeDecodeError):
         raise SlackError("invalid_cursor") from None
-    if not text.startswith("next_ts:"):
+    if not text.startswith(f"{kind}:"):
         raise SlackError("invalid_cursor")
+    return text.removeprefix(f"{kind}:")
+
+
+def decode_cursor(cursor: str) -> Decimal:
     try:
-        return ts_value(text.removeprefix("next_ts:"))
+        return ts_value(cursor_position(cursor))
     except SlackError:
         raise SlackError("invalid_cursor") from None
 

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from chanctx.bot.replay.fake_slack_wire import (
+    TEXT_LIMIT,
+    UPDATE_TEXT_LIMIT,
     RecordedReaction,
     RecordedStatus,
     message_text,
@@ -79,13 +81,24 @@ class WriteMethods(StreamMethods):
         extra = {"markdown_text": params["markdown_text"]} if params.get("markdown_text") else {}
         self.posted.append({"channel": channel, **copy.deepcopy(stored), **extra})
         self.log_sent("chat.postMessage", channel, stored, str(params.get("markdown_text") or ""))
-        return {"channel": channel, "ts": stored["ts"], "message": self._public(stored)}
+        answer = {"channel": channel, "ts": stored["ts"], "message": self._public(stored)}
+        if len(str(params.get("text") or "")) > TEXT_LIMIT and not params.get("markdown_text"):
+            # Slack keeps the first 40,000 characters and says so.
+            answer["warning"] = "message_truncated"
+            answer["response_metadata"] = {"warnings": ["message_truncated"]}
+        return answer
 
     def _update(self, params: dict[str, Any]) -> dict[str, Any]:
         message = self._message(params)
         mine = {self._auth.get("user_id"), self._auth.get("bot_id")} - {None, ""}
         if message.get("user") not in mine and message.get("bot_id") not in mine:
             raise SlackError("cant_update_message")
+        stream = (str(params["channel"]), str(message["ts"]))
+        started = self._streams.get(stream)
+        if started is not None and self._now() - started < self.stream_ttl:
+            raise SlackError("streaming_state_conflict")  # stop the stream first
+        if len(str(params.get("text") or "")) > UPDATE_TEXT_LIMIT:
+            raise SlackError("msg_too_long")
         if params.get("markdown_text") is not None:
             message["text"] = message_text(params)  # the same rules as chat.postMessage
         blocks = check_blocks(params.get("blocks"))
@@ -94,8 +107,7 @@ class WriteMethods(StreamMethods):
         for key in ("text", "attachments", "metadata"):
             if params.get(key) not in (None, ""):
                 message[key] = params[key]
-        # An update ends a stream: the message is now what the update says.
-        self._streams.pop((str(params["channel"]), str(message["ts"])), None)
+        self._streams.pop(stream, None)  # an expired stream: the message is what the update says
         self.log_sent(
             "chat.update", str(params["channel"]), message, str(params.get("markdown_text") or "")
         )
