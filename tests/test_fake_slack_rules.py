@@ -156,3 +156,41 @@ def test_post_message_text_over_40000_is_truncated_with_a_warning() -> None:
         assert answer["message"]["text"] == "y" * 40_000
         plain = client.chat_postMessage(channel=CHANNEL, text="y" * 40_000)
         assert "warning" not in plain.data
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_limited_tier_serves_history_reads_once_a_minute_and_15_messages_a_call() -> None:
+    clock = Clock(START + 100)
+    with FakeSlackAPI(copy.deepcopy(STATE), clock=clock, tier="limited") as fake:
+        client = WebClient(token="xoxb-test", base_url=fake.url)  # no retry handler: see 429s
+        root = client.chat_postMessage(channel=CHANNEL, text="root")["ts"]
+        for n in range(30):
+            client.chat_postMessage(channel=CHANNEL, thread_ts=root, text=f"reply {n}")
+            clock.now += 1
+        page = client.conversations_history(channel=CHANNEL, limit=200)
+        assert len(page["messages"]) == 1  # replies are not in history; the limit is clamped
+        thread = client.conversations_replies(channel=CHANNEL, ts=root, limit=200)
+        assert len(thread["messages"]) == 15 and thread["has_more"]
+        clock.now += 59
+        for method in (client.conversations_history, client.conversations_replies):
+            try:
+                method(channel=CHANNEL, ts=root)
+            except SlackApiError as error:
+                assert error.response.status_code == 429
+                assert error.response.headers["Retry-After"] == "1"
+            else:
+                raise AssertionError("a second read within the minute was served")
+        clock.now += 1
+        cursor = thread["response_metadata"]["next_cursor"]
+        assert client.conversations_replies(channel=CHANNEL, ts=root, cursor=cursor)["ok"]
+    with FakeSlackAPI(copy.deepcopy(STATE), clock=clock) as standard:
+        client = WebClient(token="xoxb-test", base_url=standard.url)
+        for _ in range(3):
+            assert client.conversations_history(channel=CHANNEL, limit=200)["ok"]

@@ -34,18 +34,18 @@ from __future__ import annotations
 
 import base64
 import copy
-import json
 import logging
+import math
 import random
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 from urllib.parse import parse_qsl, quote, urlsplit
 
 from chanctx.bot.replay._loopback import LoopbackServer
 from chanctx.bot.replay.fake_slack_reads import ReadMethods
+from chanctx.bot.replay.fake_slack_smoke import LIMITED_PAGE, TIERS, SmokeMethods
 from chanctx.bot.replay.fake_slack_wire import (
     MICROS,
     Fault,
@@ -55,6 +55,7 @@ from chanctx.bot.replay.fake_slack_wire import (
     Reply,
     fault_reply,
     handler_class,
+    oauth_access,
     parse_body,
     ts_value,
 )
@@ -80,7 +81,7 @@ FILE_DOWNLOAD: Final = "GET /files"
 _AUTH_PREFIXES: Final = ("Bearer xoxb-", "Bearer xoxp-")
 
 
-class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
+class FakeSlackAPI(ReadMethods, WriteMethods, SmokeMethods, LoopbackServer):
     """A threaded HTTP server on 127.0.0.1 (a free port) answering like the Slack Web API."""
 
     def __init__(
@@ -94,8 +95,14 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
         seed: int = 0,
         socket_mode: bool = False,
         stream_ttl: float = STREAM_TTL,
+        tier: str = "standard",
     ) -> None:
         """``max_replies_limit`` caps ``conversations.replies`` pages (15 for new apps since 2025).
+
+        ``tier="limited"``: ``conversations.history`` and ``conversations.replies`` as Slack
+        serves them to apps not in the Marketplace since 2025: one call a minute per method
+        (then HTTP 429 with Retry-After, timed by ``clock``) and at most 15 messages a call (a
+        larger ``limit`` is clamped). ``"standard"`` leaves both unbounded.
 
         ``state["faults"]`` (optional) is a list of ``{"method", "n", "status", "retry_after",
         "error"}``, each registered as ``fail_next(method, n, status=..., retry_after=...,
@@ -111,8 +118,14 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
             str(channel): [str(ts) for ts in pinned]
             for channel, pinned in (state.get("pins") or {}).items()
         }
+        if tier not in TIERS:
+            raise ValueError(f"tier must be one of {', '.join(TIERS)}, got {tier!r}")
+        self.tier = tier
         self._clock = clock or time.time
-        self._max_replies = max_replies_limit
+        limited = tier == "limited"
+        self._max_replies = min(max_replies_limit, LIMITED_PAGE) if limited else max_replies_limit
+        self._max_history = LIMITED_PAGE if limited else 999
+        self._last_read: dict[str, float] = {}  # limited tier: method -> when last served
         self._lock = threading.RLock()
         # channel -> ts -> message dict; sorted only when read (fixtures are small).
         self._messages: dict[str, dict[str, dict[str, Any]]] = {}
@@ -241,10 +254,6 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
     def calls(self) -> list[RecordedCall]:
         with self._lock:
             return list(self._calls)
-
-    def call_counts(self) -> dict[str, int]:
-        with self._lock:
-            return dict(Counter(call.method for call in self._calls))
 
     def fail_next(
         self,
@@ -398,6 +407,8 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
         authed = headers.get("authorization", "").startswith(_AUTH_PREFIXES)
         if url.path == "/socket-mode/send" and verb == "POST":
             return self._socket_mode_send(raw)
+        if url.path.startswith("/_fake/"):
+            return self._inspect(verb, url.path, raw)
         if url.path.startswith("/files/") and verb == "GET":
             method, params = FILE_DOWNLOAD, {"file": url.path.split("/")[2]}
         elif url.path.startswith("/api/"):
@@ -413,6 +424,9 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
             return fault_reply(fault)
         if method == "apps.connections.open":
             return self._connections_open(headers.get("authorization", ""))
+        if method == "oauth.v2.access":  # the app's client id and secret, not a token
+            with self._lock:
+                return oauth_access(self._auth, headers, params)
         if not authed:
             if method == FILE_DOWNLOAD:
                 return Reply(403, b"not_authed", "text/plain")
@@ -427,6 +441,10 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
             handler = self._handlers.get(method)
             if handler is None:
                 return Reply(404, {"ok": False, "error": "unknown_method"})
+            wait = self._tier_wait(method)
+            if wait:
+                headers = {"Retry-After": str(math.ceil(wait))}
+                return Reply(429, {"ok": False, "error": "ratelimited"}, headers=headers)
             try:
                 reply = Reply(200, {"ok": True, **handler(params)})
             except SlackError as error:
@@ -435,31 +453,6 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
                 logger.exception("the fake Slack failed on %s", method)
                 reply = Reply(500, {"ok": False, "error": "fatal_error"})
             return reply if fault is None else fault_reply(fault)
-
-    def _connections_open(self, authorization: str) -> Reply:
-        """Socket Mode's URL; Slack wants the app-level token here, never the bot's."""
-        if not authorization.startswith("Bearer "):
-            return Reply(200, {"ok": False, "error": "not_authed"})
-        if not authorization.startswith("Bearer xapp-"):
-            return Reply(200, {"ok": False, "error": "not_allowed_token_type"})
-        if self.socket_mode is None:
-            return Reply(200, {"ok": False, "error": "socket_mode_not_enabled"})
-        return Reply(200, {"ok": True, "url": self.socket_mode.url})
-
-    def _socket_mode_send(self, raw: bytes) -> Reply:
-        if self.socket_mode is None:
-            return Reply(404, {"error": "this fake was started without socket_mode"})
-        try:
-            body = json.loads(raw)
-            payload, attempt = body["payload"], int(body.get("retry_attempt") or 0)
-        except (ValueError, KeyError, TypeError) as error:
-            return Reply(400, {"error": f"expected {{payload, retry_attempt?}}: {error!r}"})
-        try:
-            envelope_id = self.socket_mode.send(payload, retry_attempt=attempt)
-        except ConnectionError as error:
-            return Reply(409, {"error": str(error)})
-        acked = self.socket_mode.wait_ack(envelope_id, timeout=5.0)
-        return Reply(200, {"envelope_id": envelope_id, "acked": acked})
 
     def close(self) -> None:
         super().close()

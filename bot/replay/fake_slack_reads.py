@@ -31,6 +31,7 @@ class ReadMethods:
     _files: dict[str, Any]
     _pins: dict[str, list[str]]
     _max_replies: int
+    _max_history: int
     _messages: dict[str, dict[str, dict[str, Any]]]
     _issued: set[str]  # every cursor handed out: Slack refuses one it did not issue
 
@@ -111,7 +112,7 @@ class ReadMethods:
             if m.get("thread_ts") in (None, m["ts"]) or m.get("subtype") == "thread_broadcast"
         ]
         items = self._sorted(filter(in_range, timeline), newest_first=True)
-        limit = int_param(params, "limit", 100, 999)
+        limit = int_param(params, "limit", min(100, self._max_history), self._max_history)
         return self._page(items, params, limit, newest_first=True)
 
     def _replies(self, params: dict[str, Any]) -> dict[str, Any]:

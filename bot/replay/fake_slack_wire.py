@@ -37,6 +37,7 @@ __all__ = [
     "handler_class",
     "int_param",
     "message_text",
+    "oauth_access",
     "parse_body",
     "truthy",
     "ts_value",
@@ -175,6 +176,34 @@ def parse_body(content_type: str, raw: bytes) -> dict[str, Any]:
                 fields[name] = payload.decode("utf-8", "replace")
         return fields
     return dict(parse_qsl(raw.decode("utf-8", "replace"), keep_blank_values=True))
+
+
+def oauth_access(
+    auth: Mapping[str, Any], headers: Mapping[str, str], params: Mapping[str, Any]
+) -> Reply:
+    """``oauth.v2.access`` for a smoke test of the install flow: any client id and secret (HTTP
+    Basic or form fields) and any ``code`` get the fixture's bot, shaped as Slack answers."""
+    basic = headers.get("authorization", "")
+    if not (basic.startswith("Basic ") or params.get("client_id")):
+        return Reply(200, {"ok": False, "error": "invalid_client_id"})
+    if not params.get("code"):
+        return Reply(200, {"ok": False, "error": "invalid_code"})
+    team = str(auth.get("team_id") or "T0FAKE0001")
+    return Reply(
+        200,
+        {
+            "ok": True,
+            "app_id": "A0FAKEAPP1",
+            "authed_user": {"id": "U0INSTALL1"},
+            "scope": "app_mentions:read,channels:history,chat:write,reactions:write",
+            "token_type": "bot",
+            "access_token": f"xoxb-fake-{team}",
+            "bot_user_id": str(auth.get("user_id") or ""),
+            "team": {"id": team, "name": str(auth.get("team") or team)},
+            "enterprise": None,
+            "is_enterprise_install": False,
+        },
+    )
 
 
 def fault_reply(fault: Fault) -> Reply:

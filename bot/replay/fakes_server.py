@@ -33,6 +33,7 @@ def serve_fakes(
     anthropic_latency_ms: int = 0,
     post_error_rate: float = 0.0,
     seed: int = 0,
+    slack_tier: str = "standard",
     ready: threading.Event | None = None,
     stop: threading.Event | None = None,
 ) -> None:
@@ -46,6 +47,7 @@ def serve_fakes(
             post_error_rate=post_error_rate,
             seed=seed,
             socket_mode=True,
+            tier=slack_tier,
         ) as slack,
         FakeAnthropicAPI(
             cassette=fixture.cassette, port=anthropic_port, latency_ms=anthropic_latency_ms
