@@ -318,6 +318,8 @@ class FakeSlackAPI(ReadMethods, WriteMethods, SmokeMethods, LoopbackServer):
         if root is None or root_ts == reply["ts"]:
             return
         root["thread_ts"] = root_ts
+        if root.get("user"):
+            reply.setdefault("parent_user_id", root["user"])  # as Slack marks every reply
         root["reply_count"] = int(root.get("reply_count") or 0) + 1
         if ts_value(reply["ts"]) > ts_value(root.get("latest_reply") or 0):
             root["latest_reply"] = reply["ts"]

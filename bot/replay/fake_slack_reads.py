@@ -49,17 +49,32 @@ class ReadMethods:
         raise NotImplementedError
 
     def _auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {"url": "https://fake.slack.test/", **self._auth}
+        return {"url": "https://fake.slack.test/", "is_enterprise_install": False, **self._auth}
 
     def _conversations_info(self, params: dict[str, Any]) -> dict[str, Any]:
-        info = self._channels.get(self._channel(params))
-        return {"channel": info or {"id": params["channel"]}}
+        """The fixture's channel, with the flags Slack always sends filled in (never its
+        ``members``: conversations.members lists those)."""
+        channel = self._channel(params)
+        info = {k: v for k, v in (self._channels.get(channel) or {}).items() if k != "members"}
+        is_im = bool(info.get("is_im", channel.startswith("D")))
+        private = bool(info.get("is_private", False))
+        name = str(info.get("name") or "")
+        defaults = {
+            "id": channel, "name": name, "name_normalized": name.lower(),
+            "is_channel": not is_im and not private, "is_group": False, "is_im": is_im,
+            "is_mpim": False, "is_private": private or is_im, "is_archived": False,
+            "is_general": False, "is_shared": False, "is_org_shared": False,
+            "is_ext_shared": False, "is_member": True, "created": 0,
+        }  # fmt: skip
+        return {"channel": {**defaults, **info}}
 
     def _users_info(self, params: dict[str, Any]) -> dict[str, Any]:
         user = self._users.get(str(params.get("user")))
         if user is None:
             raise SlackError("user_not_found")
-        return {"user": user}
+        team = self._auth.get("team_id", "")
+        defaults = {"team_id": team, "deleted": False, "is_bot": False, "is_app_user": False}
+        return {"user": {**defaults, **user}}
 
     def _page(
         self, items: list[dict[str, Any]], params: dict[str, Any], limit: int, newest_first: bool
@@ -104,7 +119,10 @@ class ReadMethods:
         return check
 
     def _history(self, params: dict[str, Any]) -> dict[str, Any]:
-        messages = self._messages.get(self._channel(params), {}).values()
+        channel = self._channel(params)
+        if (self._channels.get(channel) or {}).get("is_member") is False:
+            raise SlackError("not_in_channel")  # a channel the bot was not added to
+        messages = self._messages.get(channel, {}).values()
         in_range = self._in_range(params)
         timeline = [
             m
@@ -113,7 +131,10 @@ class ReadMethods:
         ]
         items = self._sorted(filter(in_range, timeline), newest_first=True)
         limit = int_param(params, "limit", min(100, self._max_history), self._max_history)
-        return self._page(items, params, limit, newest_first=True)
+        pins = self._pins.get(str(params["channel"]), [])
+        # Keys Slack's schema requires of a history answer.
+        counts = {"pin_count": len(pins), "channel_actions_count": 0, "channel_actions_ts": None}
+        return {**self._page(items, params, limit, newest_first=True), **counts}
 
     def _replies(self, params: dict[str, Any]) -> dict[str, Any]:
         messages = self._messages.get(self._channel(params), {})
@@ -129,7 +150,10 @@ class ReadMethods:
         if not items:
             raise SlackError("thread_not_found")
         limit = int_param(params, "limit", self._max_replies, self._max_replies)
-        return self._page(items, params, limit, newest_first=False)
+        page = self._page(items, params, limit, newest_first=False)
+        if root is not None and page["messages"] and page["messages"][0]["ts"] == root_ts:
+            page["messages"][0].setdefault("subscribed", False)  # the caller's, as Slack says
+        return page
 
     def _conversations_members(self, params: dict[str, Any]) -> dict[str, Any]:
         """From ``slack_api.json`` channels' ``members`` (none listed: nobody), paginated."""

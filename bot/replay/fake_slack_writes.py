@@ -17,7 +17,12 @@ from chanctx.bot.replay.fake_slack_wire import (
     message_text,
     truthy,
 )
-from chanctx.bot.replay.fake_stream import SlackError, StreamMethods, check_blocks
+from chanctx.bot.replay.fake_stream import (
+    SlackError,
+    StreamMethods,
+    check_blocks,
+    metadata_arg,
+)
 
 __all__ = ["WriteMethods"]
 
@@ -28,6 +33,7 @@ class WriteMethods(StreamMethods):
 
     # Provided by FakeSlackAPI.
     _auth: dict[str, Any]
+    _channels: dict[str, Any]
     _messages: dict[str, dict[str, dict[str, Any]]]
     posted: list[dict[str, Any]]
     reactions_log: list[RecordedReaction]
@@ -52,9 +58,9 @@ class WriteMethods(StreamMethods):
         raise NotImplementedError
 
     def _post_message(self, params: dict[str, Any]) -> dict[str, Any]:
-        channel = str(params.get("channel") or "")
-        if not channel:
-            raise SlackError("channel_not_found")
+        channel = self._channel(params)
+        if (self._channels.get(channel) or {}).get("is_member") is False:
+            raise SlackError("not_in_channel")
         text = message_text(params)
         message: dict[str, Any] = {
             "type": "message",
@@ -67,9 +73,11 @@ class WriteMethods(StreamMethods):
         blocks = check_blocks(params.get("blocks"))
         if blocks:
             message["blocks"] = blocks
-        for key in ("attachments", "metadata"):
-            if params.get(key):
-                message[key] = params[key]
+        if params.get("attachments"):
+            message["attachments"] = params["attachments"]
+        metadata = metadata_arg(params)
+        if metadata:
+            message["metadata"] = metadata
         if params.get("thread_ts"):
             target = self._messages.get(channel, {}).get(str(params["thread_ts"]))
             # A reply to a reply lands in the same thread, as on Slack.
@@ -104,9 +112,12 @@ class WriteMethods(StreamMethods):
         blocks = check_blocks(params.get("blocks"))
         if blocks:
             message["blocks"] = blocks
-        for key in ("text", "attachments", "metadata"):
+        for key in ("text", "attachments"):
             if params.get(key) not in (None, ""):
                 message[key] = params[key]
+        metadata = metadata_arg(params)
+        if metadata:
+            message["metadata"] = metadata
         self._streams.pop(stream, None)  # an expired stream: the message is what the update says
         self.log_sent(
             "chat.update", str(params["channel"]), message, str(params.get("markdown_text") or "")
@@ -117,7 +128,12 @@ class WriteMethods(StreamMethods):
             "channel": params["channel"],
             "ts": message["ts"],
             "text": message.get("text", ""),
-            "message": self._public(message),
+            # Slack's chat.update message carries none of its place in a thread.
+            "message": {
+                k: v
+                for k, v in self._public(message).items()
+                if k not in ("ts", "thread_ts", "parent_user_id")
+            },
         }
 
     def _react(self, params: dict[str, Any], *, added: bool) -> dict[str, Any]:

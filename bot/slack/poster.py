@@ -234,7 +234,7 @@ class Poster:
         pieces = split_markdown(text, UPDATE_LIMIT) if len(text) > UPDATE_LIMIT else [text]
         last = len(pieces) - 1
         try:
-            response = self._client.chat_update(
+            self._client.chat_update(
                 channel=channel, ts=ts, metadata=_metadata(turn_id, part, 0, last),
                 **_content(pieces[0], buttons if not last else ()),
             )  # fmt: skip
@@ -243,10 +243,11 @@ class Poster:
                 raise
             logger.info("%s/%s: %s, posting the part anew", channel, ts, error.response["error"])
             return self.post(channel, thread_ts, text, turn_id=turn_id, part=part, buttons=buttons)
-        thread = thread_ts or str((response.get("message") or {}).get("thread_ts") or ts)
+        if last and not thread_ts:
+            raise ValueError("a part longer than chat.update takes needs its thread_ts")
         for index in range(1, last + 1):
             ts = self._post_piece(
-                channel, thread, pieces[index], _metadata(turn_id, part, index, last),
+                channel, str(thread_ts), pieces[index], _metadata(turn_id, part, index, last),
                 buttons if index == last else (),
             )  # fmt: skip
         return ts
