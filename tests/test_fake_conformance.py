@@ -135,9 +135,7 @@ def test_every_method_the_product_calls_has_a_vendored_sample(
 
 
 @pytest.mark.parametrize("method", sorted(p.stem for p in (SAMPLES / "api").glob("*.json")))
-def test_the_fake_answers_with_slacks_keys(
-    method: str, answers: dict[str, dict[str, Any]]
-) -> None:
+def test_the_fake_answers_with_slacks_keys(method: str, answers: dict[str, dict[str, Any]]) -> None:
     got, recorded = answers[method], sample(method)
     assert got["ok"] is True
     required = REQUIRED.get(method, {})
