@@ -15,7 +15,11 @@ Behaviour worth knowing:
 * ``conversations.history`` lists top-level messages and broadcast replies, newest first;
   ``conversations.replies`` lists the root (first page only) then the replies, oldest first.
   Cursors are Slack-shaped (base64 of ``"next_ts:<ts>"``), so they survive messages being
-  posted between pages. A ``ts`` that names a reply answers with that one reply.
+  posted between pages; one the fake did not issue answers ``invalid_cursor``. A ``ts`` that
+  names a reply answers with that one reply. ``tier="limited"`` bounds both (fake_slack_smoke.py).
+* ``chat.update`` takes at most 4,000 characters of text and never a message still streaming
+  (``streaming_state_conflict``); ``chat.postMessage`` truncates text past 40,000 characters
+  with a ``message_truncated`` warning. ``failures`` lists every call that failed.
 * Posting a reply updates the root's ``reply_count``, ``reply_users`` and ``latest_reply``, so
   does ``add_message`` of a reply; messages seeded from ``state`` are served as recorded.
 * Every file object served (in messages and by ``files.info``) points at this server:
