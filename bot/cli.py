@@ -129,6 +129,13 @@ def parser() -> argparse.ArgumentParser:
         help="share of answer calls (posts, stream calls, updates) answered 500 or 429 (Retry-After 1)",
     )
     fakes.add_argument("--seed", type=int, default=0, help="seed for the injected errors")
+    fakes.add_argument(
+        "--slack-tier",
+        choices=("standard", "limited"),
+        default="standard",
+        help="limited: conversations.history/.replies at 1 call a minute and 15 messages a call "
+        "(HTTP 429 with Retry-After beyond), as Slack serves apps outside its Marketplace",
+    )
     return root
 
 
@@ -297,6 +304,7 @@ def _fakes(args: argparse.Namespace) -> int:
         anthropic_latency_ms=args.anthropic_latency_ms,
         post_error_rate=args.post_error_rate,
         seed=args.seed,
+        slack_tier=args.slack_tier,
     )
     return 0
 

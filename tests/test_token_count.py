@@ -63,7 +63,8 @@ def test_fake_speaks_the_count_tokens_api(
 
 def test_fake_answers_unknown_paths_with_an_anthropic_error(fake: FakeAnthropicAPI) -> None:
     with pytest.raises(urllib.error.HTTPError) as err:
-        urllib.request.urlopen(f"{fake.url}/v1/nothing", timeout=5)
+        keyed = urllib.request.Request(f"{fake.url}/v1/nothing", headers={"x-api-key": API_KEY})
+        urllib.request.urlopen(keyed, timeout=5)
     assert err.value.code == 404
     body = json.loads(err.value.read())
     assert body["type"] == "error" and body["error"]["type"] == "not_found_error"

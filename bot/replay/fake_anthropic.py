@@ -20,11 +20,16 @@ Answers:
   offline count (``default_counter("claude-opus-4-8")``) of all text in the messages and the
   system prompt, concatenated;
 * anything else: 404 with an Anthropic-style error body.
+
+A request without an ``x-api-key`` header (or a bearer token) gets 401 ``authentication_error``
+first, as the real API answers; every error body carries its ``request_id`` (also the
+``request-id`` header): ``{"type": "error", "error": {"type", "message"}, "request_id"}``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import threading
 import time
@@ -130,6 +135,7 @@ class FakeAnthropicAPI(LoopbackServer):
         self.messages = MessagesEndpoint(cassette, clock=clock)
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
+        self._ids = itertools.count(1)
         self._routes: dict[tuple[str, str], _Handler] = {
             ("POST", "/v1/messages/count_tokens"): _count_tokens,
             ("POST", "/v1/messages"): self._answer,
@@ -176,7 +182,21 @@ class FakeAnthropicAPI(LoopbackServer):
 
     # --- serving -------------------------------------------------------------------------
 
-    def _serve(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> _Reply:
+    def _serve(
+        self, method: str, path: str, headers: dict[str, str], raw: bytes, *, keyed: bool = True
+    ) -> _Reply:
+        """One request's answer; every error body carries the ``request_id`` its header names,
+        as Anthropic's do. ``keyed``: an ``x-api-key`` (or a bearer token) came with it."""
+        request_id = f"req_fake_{next(self._ids):06d}"
+        reply = self._route(method, path, headers, raw, keyed=keyed)
+        reply.headers["request-id"] = request_id
+        if isinstance(reply.body, dict) and reply.body.get("type") == "error":
+            reply = _Reply(reply.status, {**reply.body, "request_id": request_id}, reply.headers)
+        return reply
+
+    def _route(
+        self, method: str, path: str, headers: dict[str, str], raw: bytes, *, keyed: bool
+    ) -> _Reply:
         try:
             body: Any = json.loads(raw) if raw else None
         except ValueError:
@@ -184,6 +204,8 @@ class FakeAnthropicAPI(LoopbackServer):
         with self._lock:
             self.requests.append(RecordedRequest(method, path, headers, body))
             fault = self._faults.popleft() if self._faults else None
+        if not keyed:  # checked first, as the real API does
+            return _error(401, "x-api-key header is required")
         if fault is not None and fault.delay:
             time.sleep(fault.delay)
         if fault is not None and fault.status is not None:
@@ -212,7 +234,9 @@ class FakeAnthropicAPI(LoopbackServer):
                     for k, v in self.headers.items()
                     if k.lower() not in _SECRET_HEADERS
                 }
-                reply = fake._serve(self.command, self.path, headers, raw)
+                bearer = self.headers.get("authorization", "").startswith("Bearer ")
+                keyed = bool(self.headers.get("x-api-key")) or bearer
+                reply = fake._serve(self.command, self.path, headers, raw, keyed=keyed)
                 payload = json.dumps(reply.body).encode()
                 try:
                     self.send_response(reply.status, HTTPStatus(reply.status).phrase)
@@ -220,7 +244,6 @@ class FakeAnthropicAPI(LoopbackServer):
                     self.send_response(reply.status, "Overloaded")
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))
-                self.send_header("request-id", f"req_fake_{len(fake.requests)}")
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()

@@ -15,7 +15,11 @@ Behaviour worth knowing:
 * ``conversations.history`` lists top-level messages and broadcast replies, newest first;
   ``conversations.replies`` lists the root (first page only) then the replies, oldest first.
   Cursors are Slack-shaped (base64 of ``"next_ts:<ts>"``), so they survive messages being
-  posted between pages. A ``ts`` that names a reply answers with that one reply.
+  posted between pages; one the fake did not issue answers ``invalid_cursor``. A ``ts`` that
+  names a reply answers with that one reply. ``tier="limited"`` bounds both (fake_slack_smoke.py).
+* ``chat.update`` takes at most 4,000 characters of text and never a message still streaming
+  (``streaming_state_conflict``); ``chat.postMessage`` truncates text past 40,000 characters
+  with a ``message_truncated`` warning. ``failures`` lists every call that failed.
 * Posting a reply updates the root's ``reply_count``, ``reply_users`` and ``latest_reply``, so
   does ``add_message`` of a reply; messages seeded from ``state`` are served as recorded.
 * Every file object served (in messages and by ``files.info``) points at this server:
@@ -34,17 +38,18 @@ from __future__ import annotations
 
 import base64
 import copy
-import json
+import logging
+import math
 import random
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 from urllib.parse import parse_qsl, quote, urlsplit
 
 from chanctx.bot.replay._loopback import LoopbackServer
 from chanctx.bot.replay.fake_slack_reads import ReadMethods
+from chanctx.bot.replay.fake_slack_smoke import LIMITED_PAGE, TIERS, SmokeMethods
 from chanctx.bot.replay.fake_slack_wire import (
     MICROS,
     Fault,
@@ -54,6 +59,7 @@ from chanctx.bot.replay.fake_slack_wire import (
     Reply,
     fault_reply,
     handler_class,
+    oauth_access,
     parse_body,
     ts_value,
 )
@@ -69,6 +75,8 @@ __all__ = [
     "RecordedReaction",
     "RecordedStatus",
 ]
+
+logger = logging.getLogger("chanctx.fake_slack")
 
 # Who the bot is when the fixture does not say (``auth.test``); each key the fixture gives wins.
 DEFAULT_AUTH: Final[dict[str, str]] = {
@@ -88,7 +96,7 @@ FILE_DOWNLOAD: Final = "GET /files"
 _AUTH_PREFIXES: Final = ("Bearer xoxb-", "Bearer xoxp-")
 
 
-class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
+class FakeSlackAPI(ReadMethods, WriteMethods, SmokeMethods, LoopbackServer):
     """A threaded HTTP server on 127.0.0.1 (a free port) answering like the Slack Web API."""
 
     def __init__(
@@ -102,8 +110,14 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
         seed: int = 0,
         socket_mode: bool = False,
         stream_ttl: float = STREAM_TTL,
+        tier: str = "standard",
     ) -> None:
         """``max_replies_limit`` caps ``conversations.replies`` pages (15 for new apps since 2025).
+
+        ``tier="limited"``: ``conversations.history`` and ``conversations.replies`` as Slack
+        serves them to apps not in the Marketplace since 2025: one call a minute per method
+        (then HTTP 429 with Retry-After, timed by ``clock``) and at most 15 messages a call (a
+        larger ``limit`` is clamped). ``"standard"`` leaves both unbounded.
 
         ``state["faults"]`` (optional) is a list of ``{"method", "n", "status", "retry_after",
         "error"}``, each registered as ``fail_next(method, n, status=..., retry_after=...,
@@ -121,15 +135,24 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
             str(channel): [str(ts) for ts in pinned]
             for channel, pinned in (state.get("pins") or {}).items()
         }
+        if tier not in TIERS:
+            raise ValueError(f"tier must be one of {', '.join(TIERS)}, got {tier!r}")
+        self.tier = tier
         self._clock = clock or time.time
-        self._max_replies = max_replies_limit
+        limited = tier == "limited"
+        self._max_replies = min(max_replies_limit, LIMITED_PAGE) if limited else max_replies_limit
+        self._max_history = LIMITED_PAGE if limited else 999
+        self._last_read: dict[str, float] = {}  # limited tier: method -> when last served
         self._lock = threading.RLock()
         # channel -> ts -> message dict; sorted only when read (fixtures are small).
         self._messages: dict[str, dict[str, dict[str, Any]]] = {}
         self._last_micros: dict[str, int] = {}
         self._calls: list[RecordedCall] = []
+        self._issued: set[str] = set()
         self._faults: list[Fault] = []
         self.posted: list[dict[str, Any]] = []  # chat.postMessage results, with "channel"
+        # Every Web API call that failed, injected or refused: (method, HTTP status, error).
+        self.failures: list[tuple[str, int, str]] = []
         self.reactions_log: list[RecordedReaction] = []
         self.statuses: list[RecordedStatus] = []
         self._init_streams(stream_ttl)
@@ -249,10 +272,6 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
         with self._lock:
             return list(self._calls)
 
-    def call_counts(self) -> dict[str, int]:
-        with self._lock:
-            return dict(Counter(call.method for call in self._calls))
-
     def fail_next(
         self,
         method: str,
@@ -316,6 +335,8 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
         if root is None or root_ts == reply["ts"]:
             return
         root["thread_ts"] = root_ts
+        if root.get("user"):
+            reply.setdefault("parent_user_id", root["user"])  # as Slack marks every reply
         root["reply_count"] = int(root.get("reply_count") or 0) + 1
         if ts_value(reply["ts"]) > ts_value(root.get("latest_reply") or 0):
             root["latest_reply"] = reply["ts"]
@@ -384,6 +405,17 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
         return error, delay
 
     def _serve(self, verb: str, path: str, headers: Mapping[str, str], raw: bytes) -> Reply:
+        reply = self._answer(verb, path, headers, raw)
+        body = reply.body
+        failed = reply.status >= 400 or (isinstance(body, dict) and body.get("ok") is False)
+        if failed and path.startswith("/api/"):
+            error = body.get("error") if isinstance(body, dict) else None
+            method = urlsplit(path).path.removeprefix("/api/")
+            with self._lock:
+                self.failures.append((method, reply.status, str(error or "")))
+        return reply
+
+    def _answer(self, verb: str, path: str, headers: Mapping[str, str], raw: bytes) -> Reply:
         url = urlsplit(path)
         params: dict[str, Any] = dict(parse_qsl(url.query, keep_blank_values=True))
         try:
@@ -394,6 +426,8 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
         authed = headers.get("authorization", "").startswith(_AUTH_PREFIXES)
         if url.path == "/socket-mode/send" and verb == "POST":
             return self._socket_mode_send(raw)
+        if url.path.startswith("/_fake/"):
+            return self._inspect(verb, url.path, raw)
         if url.path.startswith("/files/") and verb == "GET":
             method, params = FILE_DOWNLOAD, {"file": url.path.split("/")[2]}
         elif url.path.startswith("/api/"):
@@ -409,6 +443,9 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
             return fault_reply(fault)
         if method == "apps.connections.open":
             return self._connections_open(headers.get("authorization", ""))
+        if method == "oauth.v2.access":  # the app's client id and secret, not a token
+            with self._lock:
+                return oauth_access(self._auth, headers, params)
         if not authed:
             if method == FILE_DOWNLOAD:
                 return Reply(403, b"not_authed", "text/plain")
@@ -423,36 +460,18 @@ class FakeSlackAPI(ReadMethods, WriteMethods, LoopbackServer):
             handler = self._handlers.get(method)
             if handler is None:
                 return Reply(404, {"ok": False, "error": "unknown_method"})
+            wait = self._tier_wait(method)
+            if wait:
+                headers = {"Retry-After": str(math.ceil(wait))}
+                return Reply(429, {"ok": False, "error": "ratelimited"}, headers=headers)
             try:
                 reply = Reply(200, {"ok": True, **handler(params)})
             except SlackError as error:
                 reply = Reply(200, {"ok": False, "error": str(error)})
+            except Exception:  # a bug here answers as Slack's own would, never a dropped line
+                logger.exception("the fake Slack failed on %s", method)
+                reply = Reply(500, {"ok": False, "error": "fatal_error"})
             return reply if fault is None else fault_reply(fault)
-
-    def _connections_open(self, authorization: str) -> Reply:
-        """Socket Mode's URL; Slack wants the app-level token here, never the bot's."""
-        if not authorization.startswith("Bearer "):
-            return Reply(200, {"ok": False, "error": "not_authed"})
-        if not authorization.startswith("Bearer xapp-"):
-            return Reply(200, {"ok": False, "error": "not_allowed_token_type"})
-        if self.socket_mode is None:
-            return Reply(200, {"ok": False, "error": "socket_mode_not_enabled"})
-        return Reply(200, {"ok": True, "url": self.socket_mode.url})
-
-    def _socket_mode_send(self, raw: bytes) -> Reply:
-        if self.socket_mode is None:
-            return Reply(404, {"error": "this fake was started without socket_mode"})
-        try:
-            body = json.loads(raw)
-            payload, attempt = body["payload"], int(body.get("retry_attempt") or 0)
-        except (ValueError, KeyError, TypeError) as error:
-            return Reply(400, {"error": f"expected {{payload, retry_attempt?}}: {error!r}"})
-        try:
-            envelope_id = self.socket_mode.send(payload, retry_attempt=attempt)
-        except ConnectionError as error:
-            return Reply(409, {"error": str(error)})
-        acked = self.socket_mode.wait_ack(envelope_id, timeout=5.0)
-        return Reply(200, {"envelope_id": envelope_id, "acked": acked})
 
     def close(self) -> None:
         super().close()

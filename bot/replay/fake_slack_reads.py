@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from chanctx.bot.replay.fake_slack_wire import (
+    cursor_position,
     decode_cursor,
     encode_cursor,
     int_param,
@@ -30,7 +31,9 @@ class ReadMethods:
     _files: dict[str, Any]
     _pins: dict[str, list[str]]
     _max_replies: int
+    _max_history: int
     _messages: dict[str, dict[str, dict[str, Any]]]
+    _issued: set[str]  # every cursor handed out: Slack refuses one it did not issue
 
     def _channel(self, params: Mapping[str, Any], name: str = "channel") -> str:
         raise NotImplementedError
@@ -46,23 +49,38 @@ class ReadMethods:
         raise NotImplementedError
 
     def _auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {"url": "https://fake.slack.test/", **self._auth}
+        return {"url": "https://fake.slack.test/", "is_enterprise_install": False, **self._auth}
 
     def _conversations_info(self, params: dict[str, Any]) -> dict[str, Any]:
-        info = self._channels.get(self._channel(params))
-        return {"channel": info or {"id": params["channel"]}}
+        """The fixture's channel, with the flags Slack always sends filled in (never its
+        ``members``: conversations.members lists those)."""
+        channel = self._channel(params)
+        info = {k: v for k, v in (self._channels.get(channel) or {}).items() if k != "members"}
+        is_im = bool(info.get("is_im", channel.startswith("D")))
+        private = bool(info.get("is_private", False))
+        name = str(info.get("name") or "")
+        defaults = {
+            "id": channel, "name": name, "name_normalized": name.lower(),
+            "is_channel": not is_im and not private, "is_group": False, "is_im": is_im,
+            "is_mpim": False, "is_private": private or is_im, "is_archived": False,
+            "is_general": False, "is_shared": False, "is_org_shared": False,
+            "is_ext_shared": False, "is_member": True, "created": 0,
+        }  # fmt: skip
+        return {"channel": {**defaults, **info}}
 
     def _users_info(self, params: dict[str, Any]) -> dict[str, Any]:
         user = self._users.get(str(params.get("user")))
         if user is None:
             raise SlackError("user_not_found")
-        return {"user": user}
+        team = self._auth.get("team_id", "")
+        defaults = {"team_id": team, "deleted": False, "is_bot": False, "is_app_user": False}
+        return {"user": {**defaults, **user}}
 
     def _page(
         self, items: list[dict[str, Any]], params: dict[str, Any], limit: int, newest_first: bool
     ) -> dict[str, Any]:
         if params.get("cursor"):
-            at = decode_cursor(str(params["cursor"]))
+            at = decode_cursor(self._redeem(str(params["cursor"])))
             items = [
                 m
                 for m in items
@@ -73,8 +91,18 @@ class ReadMethods:
         return {
             "messages": [self._public(m, metadata=metadata) for m in page],
             "has_more": bool(rest),
-            "response_metadata": {"next_cursor": encode_cursor(rest[0]["ts"]) if rest else ""},
+            "response_metadata": {"next_cursor": self._issue(rest[0]["ts"]) if rest else ""},
         }
+
+    def _issue(self, position: str, kind: str = "next_ts") -> str:
+        cursor = encode_cursor(position, kind)
+        self._issued.add(cursor)
+        return cursor
+
+    def _redeem(self, cursor: str) -> str:
+        if cursor not in self._issued:
+            raise SlackError("invalid_cursor")
+        return cursor
 
     @staticmethod
     def _in_range(params: Mapping[str, Any]) -> Callable[[dict[str, Any]], bool]:
@@ -91,7 +119,10 @@ class ReadMethods:
         return check
 
     def _history(self, params: dict[str, Any]) -> dict[str, Any]:
-        messages = self._messages.get(self._channel(params), {}).values()
+        channel = self._channel(params)
+        if (self._channels.get(channel) or {}).get("is_member") is False:
+            raise SlackError("not_in_channel")  # a channel the bot was not added to
+        messages = self._messages.get(channel, {}).values()
         in_range = self._in_range(params)
         timeline = [
             m
@@ -99,8 +130,11 @@ class ReadMethods:
             if m.get("thread_ts") in (None, m["ts"]) or m.get("subtype") == "thread_broadcast"
         ]
         items = self._sorted(filter(in_range, timeline), newest_first=True)
-        limit = int_param(params, "limit", 100, 999)
-        return self._page(items, params, limit, newest_first=True)
+        limit = int_param(params, "limit", min(100, self._max_history), self._max_history)
+        pins = self._pins.get(str(params["channel"]), [])
+        # Keys Slack's schema requires of a history answer.
+        counts = {"pin_count": len(pins), "channel_actions_count": 0, "channel_actions_ts": None}
+        return {**self._page(items, params, limit, newest_first=True), **counts}
 
     def _replies(self, params: dict[str, Any]) -> dict[str, Any]:
         messages = self._messages.get(self._channel(params), {})
@@ -116,7 +150,10 @@ class ReadMethods:
         if not items:
             raise SlackError("thread_not_found")
         limit = int_param(params, "limit", self._max_replies, self._max_replies)
-        return self._page(items, params, limit, newest_first=False)
+        page = self._page(items, params, limit, newest_first=False)
+        if root is not None and page["messages"] and page["messages"][0]["ts"] == root_ts:
+            page["messages"][0].setdefault("subscribed", False)  # the caller's, as Slack says
+        return page
 
     def _conversations_members(self, params: dict[str, Any]) -> dict[str, Any]:
         """From ``slack_api.json`` channels' ``members`` (none listed: nobody), paginated."""
@@ -124,13 +161,20 @@ class ReadMethods:
         if channel not in self._channels:
             raise SlackError("channel_not_found")
         members = [str(m) for m in self._channels[channel].get("members") or []]
-        start = int(str(params.get("cursor") or "0") or 0)
+        start = 0
+        if params.get("cursor"):
+            user = cursor_position(self._redeem(str(params["cursor"])), "user")
+            if user not in members:
+                raise SlackError("invalid_cursor")
+            start = members.index(user)
         limit = int_param(params, "limit", 100, 1000)
         page = members[start : start + limit]
         more = start + limit < len(members)
         return {
             "members": page,
-            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+            "response_metadata": {
+                "next_cursor": self._issue(members[start + limit], "user") if more else ""
+            },
         }
 
     def _pins_list(self, params: dict[str, Any]) -> dict[str, Any]:

@@ -24,24 +24,28 @@ __all__ = [
     "MARKDOWN_TEXT_LIMIT",
     "MICROS",
     "TEXT_LIMIT",
+    "UPDATE_TEXT_LIMIT",
     "Fault",
     "RecordedCall",
     "RecordedReaction",
     "RecordedStatus",
     "Reply",
+    "cursor_position",
     "decode_cursor",
     "encode_cursor",
     "fault_reply",
     "handler_class",
     "int_param",
     "message_text",
+    "oauth_access",
     "parse_body",
     "truthy",
     "ts_value",
 ]
 
 MARKDOWN_TEXT_LIMIT = 12_000  # chat.postMessage markdown_text
-TEXT_LIMIT = 40_000  # Slack refuses text past 40,000 characters (msg_too_long)
+TEXT_LIMIT = 40_000  # chat.postMessage keeps 40,000 characters of text, warning of the rest
+UPDATE_TEXT_LIMIT = 4_000  # chat.update refuses longer text (msg_too_long)
 
 MICROS: Final = 1_000_000
 
@@ -123,29 +127,33 @@ def message_text(params: Mapping[str, Any]) -> str:
         return markdown  # Slack renders it; the stored text keeps what was posted
     if not any(params.get(k) for k in ("text", "blocks", "attachments")):
         raise SlackError("no_text")
-    text = str(params.get("text") or "")
-    if len(text) > TEXT_LIMIT:
-        raise SlackError("msg_too_long")
-    return text
+    return str(params.get("text") or "")[:TEXT_LIMIT]  # Slack truncates, with a warning
 
 
 def truthy(value: Any) -> bool:
     return value is True or str(value).lower() in {"1", "true"}
 
 
-def encode_cursor(ts: str) -> str:
-    return base64.b64encode(f"next_ts:{ts}".encode()).decode()
+def encode_cursor(position: str, kind: str = "next_ts") -> str:
+    """An opaque cursor, shaped as Slack's are: base64 of ``next_ts:<ts>`` (messages) or
+    ``user:<id>`` (members)."""
+    return base64.b64encode(f"{kind}:{position}".encode()).decode()
 
 
-def decode_cursor(cursor: str) -> Decimal:
+def cursor_position(cursor: str, kind: str = "next_ts") -> str:
+    """What ``encode_cursor`` put in ``cursor``; ``invalid_cursor`` for anything else."""
     try:
         text = base64.b64decode(cursor, validate=True).decode()
     except (binascii.Error, UnicodeDecodeError):
         raise SlackError("invalid_cursor") from None
-    if not text.startswith("next_ts:"):
+    if not text.startswith(f"{kind}:"):
         raise SlackError("invalid_cursor")
+    return text.removeprefix(f"{kind}:")
+
+
+def decode_cursor(cursor: str) -> Decimal:
     try:
-        return ts_value(text.removeprefix("next_ts:"))
+        return ts_value(cursor_position(cursor))
     except SlackError:
         raise SlackError("invalid_cursor") from None
 
@@ -168,6 +176,34 @@ def parse_body(content_type: str, raw: bytes) -> dict[str, Any]:
                 fields[name] = payload.decode("utf-8", "replace")
         return fields
     return dict(parse_qsl(raw.decode("utf-8", "replace"), keep_blank_values=True))
+
+
+def oauth_access(
+    auth: Mapping[str, Any], headers: Mapping[str, str], params: Mapping[str, Any]
+) -> Reply:
+    """``oauth.v2.access`` for a smoke test of the install flow: any client id and secret (HTTP
+    Basic or form fields) and any ``code`` get the fixture's bot, shaped as Slack answers."""
+    basic = headers.get("authorization", "")
+    if not (basic.startswith("Basic ") or params.get("client_id")):
+        return Reply(200, {"ok": False, "error": "invalid_client_id"})
+    if not params.get("code"):
+        return Reply(200, {"ok": False, "error": "invalid_code"})
+    team = str(auth.get("team_id") or "T0FAKE0001")
+    return Reply(
+        200,
+        {
+            "ok": True,
+            "app_id": "A0FAKEAPP1",
+            "authed_user": {"id": "U0INSTALL1"},
+            "scope": "app_mentions:read,channels:history,chat:write,reactions:write",
+            "token_type": "bot",
+            "access_token": f"xoxb-fake-{team}",
+            "bot_user_id": str(auth.get("user_id") or ""),
+            "team": {"id": team, "name": str(auth.get("team") or team)},
+            "enterprise": None,
+            "is_enterprise_install": False,
+        },
+    )
 
 
 def fault_reply(fault: Fault) -> Reply:

@@ -10,12 +10,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from chanctx.bot.replay.fake_slack_wire import (
+    TEXT_LIMIT,
+    UPDATE_TEXT_LIMIT,
     RecordedReaction,
     RecordedStatus,
     message_text,
     truthy,
 )
-from chanctx.bot.replay.fake_stream import SlackError, StreamMethods, check_blocks
+from chanctx.bot.replay.fake_stream import (
+    SlackError,
+    StreamMethods,
+    check_blocks,
+    metadata_arg,
+)
 
 __all__ = ["WriteMethods"]
 
@@ -26,6 +33,7 @@ class WriteMethods(StreamMethods):
 
     # Provided by FakeSlackAPI.
     _auth: dict[str, Any]
+    _channels: dict[str, Any]
     _messages: dict[str, dict[str, dict[str, Any]]]
     posted: list[dict[str, Any]]
     reactions_log: list[RecordedReaction]
@@ -50,9 +58,9 @@ class WriteMethods(StreamMethods):
         raise NotImplementedError
 
     def _post_message(self, params: dict[str, Any]) -> dict[str, Any]:
-        channel = str(params.get("channel") or "")
-        if not channel:
-            raise SlackError("channel_not_found")
+        channel = self._channel(params)
+        if (self._channels.get(channel) or {}).get("is_member") is False:
+            raise SlackError("not_in_channel")
         text = message_text(params)
         message: dict[str, Any] = {
             "type": "message",
@@ -65,9 +73,11 @@ class WriteMethods(StreamMethods):
         blocks = check_blocks(params.get("blocks"))
         if blocks:
             message["blocks"] = blocks
-        for key in ("attachments", "metadata"):
-            if params.get(key):
-                message[key] = params[key]
+        if params.get("attachments"):
+            message["attachments"] = params["attachments"]
+        metadata = metadata_arg(params)
+        if metadata:
+            message["metadata"] = metadata
         if params.get("thread_ts"):
             target = self._messages.get(channel, {}).get(str(params["thread_ts"]))
             # A reply to a reply lands in the same thread, as on Slack.
@@ -79,23 +89,36 @@ class WriteMethods(StreamMethods):
         extra = {"markdown_text": params["markdown_text"]} if params.get("markdown_text") else {}
         self.posted.append({"channel": channel, **copy.deepcopy(stored), **extra})
         self.log_sent("chat.postMessage", channel, stored, str(params.get("markdown_text") or ""))
-        return {"channel": channel, "ts": stored["ts"], "message": self._public(stored)}
+        answer = {"channel": channel, "ts": stored["ts"], "message": self._public(stored)}
+        if len(str(params.get("text") or "")) > TEXT_LIMIT and not params.get("markdown_text"):
+            # Slack keeps the first 40,000 characters and says so.
+            answer["warning"] = "message_truncated"
+            answer["response_metadata"] = {"warnings": ["message_truncated"]}
+        return answer
 
     def _update(self, params: dict[str, Any]) -> dict[str, Any]:
         message = self._message(params)
         mine = {self._auth.get("user_id"), self._auth.get("bot_id")} - {None, ""}
         if message.get("user") not in mine and message.get("bot_id") not in mine:
             raise SlackError("cant_update_message")
+        stream = (str(params["channel"]), str(message["ts"]))
+        started = self._streams.get(stream)
+        if started is not None and self._now() - started < self.stream_ttl:
+            raise SlackError("streaming_state_conflict")  # stop the stream first
+        if len(str(params.get("text") or "")) > UPDATE_TEXT_LIMIT:
+            raise SlackError("msg_too_long")
         if params.get("markdown_text") is not None:
             message["text"] = message_text(params)  # the same rules as chat.postMessage
         blocks = check_blocks(params.get("blocks"))
         if blocks:
             message["blocks"] = blocks
-        for key in ("text", "attachments", "metadata"):
+        for key in ("text", "attachments"):
             if params.get(key) not in (None, ""):
                 message[key] = params[key]
-        # An update ends a stream: the message is now what the update says.
-        self._streams.pop((str(params["channel"]), str(message["ts"])), None)
+        metadata = metadata_arg(params)
+        if metadata:
+            message["metadata"] = metadata
+        self._streams.pop(stream, None)  # an expired stream: the message is what the update says
         self.log_sent(
             "chat.update", str(params["channel"]), message, str(params.get("markdown_text") or "")
         )
@@ -105,7 +128,12 @@ class WriteMethods(StreamMethods):
             "channel": params["channel"],
             "ts": message["ts"],
             "text": message.get("text", ""),
-            "message": self._public(message),
+            # Slack's chat.update message carries none of its place in a thread.
+            "message": {
+                k: v
+                for k, v in self._public(message).items()
+                if k not in ("ts", "thread_ts", "parent_user_id")
+            },
         }
 
     def _react(self, params: dict[str, Any], *, added: bool) -> dict[str, Any]:

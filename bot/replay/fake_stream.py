@@ -30,7 +30,7 @@ import copy
 import json
 from typing import Any, Final
 
-__all__ = ["STREAM_TTL", "SlackError", "StreamMethods", "check_blocks"]
+__all__ = ["STREAM_TTL", "SlackError", "StreamMethods", "check_blocks", "metadata_arg"]
 
 MARKDOWN_LIMIT: Final = 12_000
 STREAM_TTL: Final = 300.0  # seconds a stream stays open on Slack (observed, see above)
@@ -82,6 +82,17 @@ def _block_ok(block: Any) -> bool:
                 return False
         return True
     return True  # other block types are stored as given
+
+
+def metadata_arg(params: dict[str, Any]) -> dict[str, Any] | None:
+    """A call's ``metadata`` as the object Slack stores (form-encoded calls send JSON text);
+    ``invalid_metadata_format`` for anything else."""
+    metadata = _json_arg(params.get("metadata"), "invalid_metadata_format")
+    if metadata in (None, ""):
+        return None
+    if not isinstance(metadata, dict):
+        raise SlackError("invalid_metadata_format")
+    return metadata
 
 
 def check_blocks(raw: Any) -> list[dict[str, Any]] | None:
@@ -241,9 +252,7 @@ class StreamMethods:
         channel, message = self._open_stream(params)
         added = _stream_text(params, required=False)
         blocks = check_blocks(params.get("blocks"))
-        metadata = _json_arg(params.get("metadata"), "invalid_metadata_format")
-        if metadata not in (None, "") and not isinstance(metadata, dict):
-            raise SlackError("invalid_metadata_format")
+        metadata = metadata_arg(params)
         message["text"] = message.get("text", "") + added
         if blocks:
             message["blocks"] = blocks

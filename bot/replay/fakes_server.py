@@ -9,6 +9,11 @@ fixture's cassette, then the offline model. Loopback only.
 Socket Mode too: a bot run with an app-level token (``SLACK_APP_TOKEN=xapp-...``) gets the fake's
 WebSocket from ``apps.connections.open``, and ``POST /socket-mode/send`` on the Slack port delivers
 an envelope to it and says whether it was acknowledged.
+
+For a smoke test: ``oauth.v2.access`` answers any code with the fixture's bot token; ``GET
+/_fake/calls`` and ``GET /_fake/messages`` say what the bot asked and wrote; ``POST /_fake/events``
+makes a message the test sent the bot known to Slack; ``slack_tier="limited"`` serves history
+reads as Slack serves apps outside its Marketplace (one call a minute, 15 messages).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ def serve_fakes(
     anthropic_latency_ms: int = 0,
     post_error_rate: float = 0.0,
     seed: int = 0,
+    slack_tier: str = "standard",
     ready: threading.Event | None = None,
     stop: threading.Event | None = None,
 ) -> None:
@@ -46,6 +52,7 @@ def serve_fakes(
             post_error_rate=post_error_rate,
             seed=seed,
             socket_mode=True,
+            tier=slack_tier,
         ) as slack,
         FakeAnthropicAPI(
             cassette=fixture.cassette, port=anthropic_port, latency_ms=anthropic_latency_ms

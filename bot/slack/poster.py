@@ -11,8 +11,9 @@ stream is started at once with the first words so that its ts can be journaled b
 else happens; the metadata and the feedback buttons come with ``chat.stopStream``. Stream calls
 are retried only after a 429 (Slack did nothing then); a 5xx or a lost connection may have
 appended already, so the stream is never continued after one: it is stopped and the message
-replaced (``chat.update``) with the whole part, which is idempotent. A stream a crash left open
-is finished the same way after the restart (``replace``). Where streaming is refused (a channel
+replaced (``chat.update``) with the whole part, which is idempotent; chat.update takes 4,000
+characters, so a longer part keeps its first piece there and follows with new replies. A stream a
+crash left open is finished the same way after the restart (``replace``). Where streaming is refused (a channel
 type, a token, a Slack without the methods) the part is posted in one message instead.
 """
 
@@ -24,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from chanctx.bot.slack.markdown import split_markdown
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import (
@@ -33,7 +35,7 @@ from slack_sdk.http_retry.builtin_handlers import (
 )
 from slack_sdk.http_retry.builtin_interval_calculators import BackoffRetryIntervalCalculator
 
-__all__ = ["EVENT_TYPE", "Poster", "ThreadScan"]
+__all__ = ["EVENT_TYPE", "UPDATE_LIMIT", "Poster", "ThreadScan"]
 
 logger = logging.getLogger("chanctx.poster")
 EVENT_TYPE: Final = "chanctx_turn"
@@ -48,6 +50,10 @@ _NO_STREAMING: Final = frozenset(
     {"unknown_method", "method_deprecated", "deprecated_endpoint", "not_allowed_token_type"}
 )
 _GONE: Final = frozenset({"message_not_in_streaming_state", "message_not_found"})
+# chat.update refusals after which the part is posted anew: the message is gone, or it still
+# streams because stopping it failed.
+_POST_ANEW: Final = frozenset({"message_not_found", "streaming_state_conflict"})
+UPDATE_LIMIT: Final = 4_000  # characters chat.update takes (longer: msg_too_long)
 _PIECE = re.compile(r"\S+\s*|\s+")
 
 
@@ -60,8 +66,13 @@ class ThreadScan:
     orphans: list[str] = field(default_factory=list)
 
 
-def _metadata(turn_id: str, part: int) -> dict[str, Any]:
-    return {"event_type": EVENT_TYPE, "event_payload": {"turn": turn_id, "part": part}}
+def _metadata(turn_id: str, part: int, piece: int = 0, last: int = 0) -> dict[str, Any]:
+    """A part's metadata; a part replaced in several messages (``last`` > 0) numbers its
+    pieces, and only its last piece says the part is complete."""
+    payload: dict[str, Any] = {"turn": turn_id, "part": part}
+    if last:
+        payload.update(piece=piece, pieces=last + 1)
+    return {"event_type": EVENT_TYPE, "event_payload": payload}
 
 
 def _content(text: str, buttons: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -210,23 +221,49 @@ class Poster:
         thread_ts: str | None = None,
     ) -> str:
         """Make message ``ts`` (a stream that broke, or one a crash left open) the whole part:
-        stop it if it still streams, then update it. Both are safe to repeat. If the message is
-        gone (someone deleted it) and ``thread_ts`` is known, the part is posted instead."""
+        stop it if it still streams, then update it; the ts of the part's last message. Both
+        are safe to repeat. ``chat.update`` takes at most 4,000 characters, so a longer part
+        keeps its first piece in ``ts`` and the rest follows as new replies, the last carrying
+        the buttons. If the message is gone (someone deleted it) or still streams (its stop
+        failed) and ``thread_ts`` is known, the part is posted anew instead."""
         try:
             self._client.chat_stopStream(channel=channel, ts=ts)
         except SlackApiError as error:
             if error.response.get("error") not in _GONE:
                 logger.info("stopping %s/%s: %s", channel, ts, error.response.get("error"))
+        pieces = split_markdown(text, UPDATE_LIMIT) if len(text) > UPDATE_LIMIT else [text]
+        last = len(pieces) - 1
         try:
             self._client.chat_update(
-                channel=channel, ts=ts, metadata=_metadata(turn_id, part), **_content(text, buttons)
-            )
+                channel=channel, ts=ts, metadata=_metadata(turn_id, part, 0, last),
+                **_content(pieces[0], buttons if not last else ()),
+            )  # fmt: skip
         except SlackApiError as error:
-            if error.response.get("error") != "message_not_found" or not thread_ts:
+            if error.response.get("error") not in _POST_ANEW or not thread_ts:
                 raise
-            logger.info("%s/%s is gone: posting the part instead", channel, ts)
+            logger.info("%s/%s: %s, posting the part anew", channel, ts, error.response["error"])
             return self.post(channel, thread_ts, text, turn_id=turn_id, part=part, buttons=buttons)
+        if last and not thread_ts:
+            raise ValueError("a part longer than chat.update takes needs its thread_ts")
+        for index in range(1, last + 1):
+            ts = self._post_piece(
+                channel, str(thread_ts), pieces[index], _metadata(turn_id, part, index, last),
+                buttons if index == last else (),
+            )  # fmt: skip
         return ts
+
+    def _post_piece(
+        self,
+        channel: str,
+        thread_ts: str,
+        text: str,
+        metadata: dict[str, Any],
+        buttons: Sequence[dict[str, Any]],
+    ) -> str:
+        response = self._client.chat_postMessage(
+            channel=channel, thread_ts=thread_ts, metadata=metadata, **_content(text, buttons)
+        )
+        return str(response.get("ts"))
 
     def post(
         self,
@@ -302,4 +339,7 @@ class Poster:
         if metadata.get("event_type") != EVENT_TYPE or payload.get("turn") != turn_id:
             return None
         part = payload.get("part")
+        pieces = payload.get("pieces")
+        if isinstance(pieces, int) and payload.get("piece") != pieces - 1:
+            return None  # an earlier piece of a replaced part: the part is not complete yet
         return part if isinstance(part, int) else None
