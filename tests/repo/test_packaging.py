@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 PACKAGES = ["bot", "bot/slack", "bot/slack/listeners", "bot/claude", "bot/replay", "context",
             "tools", "cache", "manifest_store"]  # fmt: skip
 

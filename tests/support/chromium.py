@@ -3,7 +3,7 @@ Python package with the system browser's executable."""
 
 from __future__ import annotations
 
-from .debian import ensure_debian_binary
+from tests.support.debian import ensure_debian_binary
 
 __all__ = ["ensure_chromium"]
 

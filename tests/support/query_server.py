@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from chanctx.bot.replay.fixture import load_fixture
 from chanctx.bot.replay.offline import OfflineBot
@@ -14,9 +13,11 @@ from chanctx.bot.server.profiles import ProfileStore
 from chanctx.bot.server.query_api import ApiKeys, query_routes
 from chanctx.bot.server.query_sources import QuerySources
 
+from tests.support.paths import ROOT
+
 __all__ = ["DEMO", "api_server", "demo_replayed"]
 
-DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+DEMO = ROOT / "fixtures" / "demo"
 
 
 @contextmanager

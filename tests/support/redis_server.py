@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from .debian import ensure_debian_binary
+from tests.support.debian import ensure_debian_binary
 
 __all__ = ["RedisServer", "client", "ensure_redis_server", "redis_server", "server"]
 

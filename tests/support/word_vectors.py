@@ -1,5 +1,5 @@
 """A tiny embedding model for the tests, as an operator would plug one in with
-``--playbook-embed tests.word_vectors:embed``: words hashed into 64 dimensions, with a few
+``--playbook-embed tests.support.word_vectors:embed``: words hashed into 64 dimensions, with a few
 synonyms folded together, so a paraphrase that shares few words still lands close."""
 
 from __future__ import annotations

@@ -18,8 +18,7 @@ from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 
 from bench._process import BotProcess, post_signed
-
-from .slack_events import BOT_USER, CHANNEL, STATE, envelope, mention_pair, ts
+from tests.support.slack_events import BOT_USER, CHANNEL, STATE, envelope, mention_pair, ts
 
 BODIES = 2_000
 SLOW_CLIENTS = 100

@@ -21,8 +21,7 @@ from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_workspaces import FakeSlackWorkspaces
 
 from bench._process import BotProcess, post_signed
-
-from .slack_events import BOT_USER, STATE, envelope, mention_pair, message, ts
+from tests.support.slack_events import BOT_USER, STATE, envelope, mention_pair, message, ts
 
 TEAMS = {
     "T0ACME0001": ("C0ACMEOPS1", "ops", "the payments database failover finished at 14:02"),

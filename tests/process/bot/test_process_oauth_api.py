@@ -19,9 +19,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from bench._process import free_port
-
-from .slack_events import ts
-from .test_process_oauth import (
+from tests.process.bot.test_process_oauth import (
     CLIENT_ID,
     CLIENT_SECRET,
     TEAMS,
@@ -32,6 +30,7 @@ from .test_process_oauth import (
     oauth_bot,
     wait_for,
 )
+from tests.support.slack_events import ts
 
 ACME, GLOBEX = TEAMS
 ACME_CHANNEL, GLOBEX_CHANNEL = TEAMS[ACME][0], TEAMS[GLOBEX][0]

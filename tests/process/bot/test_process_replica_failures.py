@@ -16,9 +16,8 @@ from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 
 from bench._process import BotProcess, post_signed
-
-from .redis_server import redis_server
-from .replica_processes import (
+from tests.support.redis_server import redis_server
+from tests.support.replica_processes import (
     answered,
     parts_posted,
     readiness,
@@ -28,7 +27,7 @@ from .replica_processes import (
     wait_for,
     wait_ready,
 )
-from .slack_events import CHANNEL, STATE, TEAM, mention_pair, ts
+from tests.support.slack_events import CHANNEL, STATE, TEAM, mention_pair, ts
 
 TURNS = f"chanctx:{TEAM}:turns"
 

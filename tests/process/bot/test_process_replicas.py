@@ -16,9 +16,8 @@ from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 
 from bench._process import BotProcess, post_signed
-
-from .redis_server import redis_server
-from .replica_processes import (
+from tests.support.redis_server import redis_server
+from tests.support.replica_processes import (
     answered,
     parts_posted,
     replica,
@@ -27,7 +26,16 @@ from .replica_processes import (
     start_all,
     wait_for,
 )
-from .slack_events import CHANNEL, STATE, edit, envelope, mention_pair, message, reaction, ts
+from tests.support.slack_events import (
+    CHANNEL,
+    STATE,
+    edit,
+    envelope,
+    mention_pair,
+    message,
+    reaction,
+    ts,
+)
 
 READS = ("conversations.history", "conversations.replies", "users.info", "conversations.info")
 Step = tuple[list[dict[str, Any]], str | None]  # envelopes, and the turn they ask (or None)

@@ -12,8 +12,7 @@ from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 
 from bench._process import BotProcess, post_signed
-
-from .slack_events import BOT_USER, CHANNEL, STATE, mention_pair, ts
+from tests.support.slack_events import BOT_USER, CHANNEL, STATE, mention_pair, ts
 
 
 def replies(slack: FakeSlackAPI, anchor: str) -> int:

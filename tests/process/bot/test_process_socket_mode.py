@@ -17,8 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench._process import BotProcess
-
-from .slack_events import BOT_USER, CHANNEL, STATE, mention_pair, ts
+from tests.support.slack_events import BOT_USER, CHANNEL, STATE, mention_pair, ts
 
 # Payloads Bolt's own handler raises on while building its request, or that our guard refuses;
 # each was left unacknowledged (and so redelivered by Slack) before the guard.

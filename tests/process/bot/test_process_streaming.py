@@ -18,8 +18,7 @@ from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 
 from bench._process import BotProcess, post_signed
-
-from .slack_events import BOT_USER, CHANNEL, STATE, mention_pair, message, ts
+from tests.support.slack_events import BOT_USER, CHANNEL, STATE, mention_pair, message, ts
 
 ANCHOR = ts(60)
 

@@ -14,8 +14,8 @@ from chanctx.cache import FakeClock, RateLimited, RateLimiter, RedisRateLimiter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from . import redis_server as shared
-from .redis_server import RedisServer
+from tests.support import redis_server as shared
+from tests.support.redis_server import RedisServer
 
 server, client = shared.server, shared.client  # the module's redis-server and a client of it
 

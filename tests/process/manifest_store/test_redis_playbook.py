@@ -10,7 +10,7 @@ import redis
 from chanctx.context.playbook import BulletSource, Delta
 from chanctx.manifest_store import RedisFeedbackStore, RedisPlaybookStore
 
-from . import redis_server as shared
+from tests.support import redis_server as shared
 
 server, client = shared.server, shared.client  # the module's redis-server and a client of it
 

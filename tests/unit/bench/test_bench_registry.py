@@ -14,8 +14,8 @@ import pytest
 
 from bench._registry import BENCHES
 from bench._results import sections
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 MODULES = sorted(p.stem for p in BENCH.glob("*.py") if not p.stem.startswith("_"))
 

@@ -7,7 +7,6 @@ import json
 import logging
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +14,8 @@ from chanctx.bot.claude.answers import Answer, Turn
 from chanctx.bot.engine import BuiltContext
 from chanctx.bot.replay.offline import OfflineBot
 
-from .slack_events import (
+from tests.support.paths import ROOT
+from tests.support.slack_events import (
     BOT_ID,
     BOT_USER,
     CHANNEL,
@@ -30,7 +30,7 @@ from .slack_events import (
 )
 
 # Slack's own payload samples, vendored with their license (tests/data/slack_samples/README.md).
-SAMPLES = Path(__file__).resolve().parent / "data" / "slack_samples" / "events"
+SAMPLES = ROOT / "tests" / "data" / "slack_samples" / "events"
 SAMPLE_NAMES = sorted(p.name for p in SAMPLES.glob("*.json"))
 READS = {"conversations.history", "conversations.replies", "conversations.info", "users.info"}
 

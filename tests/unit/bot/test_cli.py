@@ -15,7 +15,8 @@ from chanctx.bot.logs import configure_logging
 from chanctx.bot.options import SETTINGS, Options, SettingsError, default_text, resolve_options
 from chanctx.bot.settings import load_settings
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 README = (ROOT / "README.md").read_text()
 COMMANDS = ("run", "record", "replay")
 

@@ -12,7 +12,7 @@ from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.slack.listeners.commands import thread_ts_of
 from chanctx.manifest_store import SessionKey, SessionStore
 
-from .slack_events import CHANNEL, STATE, TEAM, envelope, mention_pair, message, ts
+from tests.support.slack_events import CHANNEL, STATE, TEAM, envelope, mention_pair, message, ts
 
 START = float(ts(0).split(".")[0])
 ROOT = ts(1)

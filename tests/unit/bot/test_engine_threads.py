@@ -11,7 +11,7 @@ from typing import Any
 from chanctx.bot.engine import ContextSettings
 from chanctx.bot.replay.offline import OfflineBot
 
-from .slack_events import CHANNEL, STATE, envelope, mention_pair, message, ts
+from tests.support.slack_events import CHANNEL, STATE, envelope, mention_pair, message, ts
 
 ROOT = ts(1)
 
@@ -103,7 +103,7 @@ def test_a_thread_fetched_whole_is_served_stale_with_a_note_when_a_refresh_is_li
 def test_an_answer_shares_one_minute_of_waiting_between_its_context_and_its_tools(
     tmp_path: Path,
 ) -> None:
-    from .test_session import answer, tool_round
+    from tests.unit.bot.claude.test_session import answer, tool_round
 
     big, small = ts(1), ts(200)
     history: list[dict[str, Any]] = [

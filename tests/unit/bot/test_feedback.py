@@ -20,7 +20,7 @@ from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.runtime import turn_id
 from chanctx.manifest_store import FEEDBACK_FILE, FeedbackStore
 
-from .slack_events import (
+from tests.support.slack_events import (
     BOT_USER,
     CHANNEL,
     STATE,

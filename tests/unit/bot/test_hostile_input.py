@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from slack_bolt.request import BoltRequest
 from slack_sdk.signature import SignatureVerifier
 
-from .slack_events import CHANNEL, STATE, envelope, mention_pair, ts
+from tests.support.slack_events import CHANNEL, STATE, envelope, mention_pair, ts
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"  # a made-up signing secret for the test only
 

@@ -18,7 +18,7 @@ from chanctx.bot.server import BackgroundServer, build_asgi_app
 from chanctx.bot.settings import SettingsError, load_settings
 from slack_sdk.signature import SignatureVerifier
 
-from .slack_events import STATE, mention_pair, ts
+from tests.support.slack_events import STATE, mention_pair, ts
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"  # a made-up signing secret for the test only
 

@@ -33,11 +33,12 @@ from chanctx.manifest_store import LocalPlaybookStore
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .query_server import api_server
+from tests.support.paths import ROOT
+from tests.support.query_server import api_server
 
 COUNT = default_counter().count
 CHANNEL = "C0OPSTEAM1"
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = ROOT / "fixtures"
 OPS_KEY, OTHER_KEY = "ops-playbook-reader-01", "another-channel-reader-1"
 
 # The planted set: statements about distinct subjects, and rewordings of each (duplicates).
@@ -389,7 +390,7 @@ def test_an_installed_embedding_model_merges_paraphrases_words_alone_miss() -> N
     for delta in deltas:
         lexical.apply(delta, now=1.0)
     assert len(lexical.active()) == 2  # too few shared words for Jaccard
-    embedded = Playbook(similar=EmbeddingSimilarity(load_embed("tests.word_vectors:embed")))
+    embedded = Playbook(similar=EmbeddingSimilarity(load_embed("tests.support.word_vectors:embed")))
     for delta in deltas:
         embedded.apply(delta, now=1.0)
     (merged,) = embedded.active()
@@ -399,7 +400,7 @@ def test_an_installed_embedding_model_merges_paraphrases_words_alone_miss() -> N
                          sources=(BulletSource(turn=f"{CHANNEL}:9"),)), now=2.0)  # fmt: skip
     assert len(embedded.active()) == 2
     # A model that fails merges nothing and breaks nothing.
-    failing = Playbook(similar=EmbeddingSimilarity(load_embed("tests.word_vectors:broken")))
+    failing = Playbook(similar=EmbeddingSimilarity(load_embed("tests.support.word_vectors:broken")))
     for delta in deltas:
         failing.apply(delta, now=1.0)
     assert len(failing.active()) == 2
@@ -409,12 +410,15 @@ def test_the_embedding_setting_is_checked_and_used_by_replay(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     fixture = str(FIXTURES / "playbook")
-    assert main(["replay", fixture, "--json", "--playbook-embed", "tests.word_vectors:embed"]) == 0
+    assert (
+        main(["replay", fixture, "--json", "--playbook-embed", "tests.support.word_vectors:embed"])
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["playbook"][CHANNEL]  # it still learns, with the model deciding merges
     for bad, said in (("nope", "expected MODULE:FUNCTION"),
                       ("no_such_module_x:embed", "cannot import no_such_module_x"),
-                      ("tests.word_vectors:missing", "has no function missing")):  # fmt: skip
+                      ("tests.support.word_vectors:missing", "has no function missing")):  # fmt: skip
         assert main(["replay", fixture, "--playbook-embed", bad]) == 2
         assert said in capsys.readouterr().err
 

@@ -21,7 +21,17 @@ from chanctx.bot.slack.poster import EVENT_TYPE
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from .slack_events import BOT_USER, CHANNEL, DM, STATE, TEAM, envelope, mention_pair, message, ts
+from tests.support.slack_events import (
+    BOT_USER,
+    CHANNEL,
+    DM,
+    STATE,
+    TEAM,
+    envelope,
+    mention_pair,
+    message,
+    ts,
+)
 
 START = float(ts(0).split(".")[0])
 # About 1,100 characters in five paragraphs: a start, a few appends and a stop.

@@ -23,7 +23,7 @@ from chanctx.manifest_store import TurnJournal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .slack_events import BOT_ID, BOT_USER, CHANNEL, STATE, mention_pair, ts
+from tests.support.slack_events import BOT_ID, BOT_USER, CHANNEL, STATE, mention_pair, ts
 
 START = float(ts(0).split(".")[0])
 

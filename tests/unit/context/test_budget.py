@@ -9,7 +9,7 @@ from chanctx.context.budget import Chunk, optimize, pack
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .strategies import chat_text
+from tests.support.strategies import chat_text
 
 COUNTER = default_counter()
 

@@ -30,7 +30,7 @@ from chanctx.context.recipe import Source, TextSource
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .strategies import chat_text
+from tests.support.strategies import chat_text
 
 
 class CharCounter:

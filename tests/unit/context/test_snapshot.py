@@ -18,7 +18,7 @@ from chanctx.context._render import text_of
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .strategies import chat_text, timelines, ts_at
+from tests.support.strategies import chat_text, timelines, ts_at
 
 COUNTER = default_counter()
 

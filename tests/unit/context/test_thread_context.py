@@ -16,7 +16,7 @@ from chanctx.context._truncate import sentence_boundaries
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .strategies import BASE, threads, ts_at
+from tests.support.strategies import BASE, threads, ts_at
 
 COUNTER = default_counter()
 budgets = st.integers(0, 6_000)

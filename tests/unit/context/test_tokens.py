@@ -16,7 +16,6 @@ import hashlib
 import json
 from functools import cache
 from importlib.resources import files
-from pathlib import Path
 
 import pytest
 from chanctx.context._tiling import Tiler
@@ -31,7 +30,9 @@ from chanctx.context.tokens import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-DATA = Path(__file__).resolve().parent / "data" / "tokens"
+from tests.support.paths import ROOT
+
+DATA = ROOT / "tests" / "data" / "tokens"
 FAMILY_NAMES: tuple[Family, ...] = ("claude_v3", "claude_v4_7", "claude_v4_8")
 
 
@@ -197,7 +198,7 @@ def test_vocabularies_are_ctoks_unchanged(name: str) -> None:
 
 
 def test_package_data_ships_the_vocabularies() -> None:
-    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    pyproject = (ROOT / "pyproject.toml").read_text()
     assert '"data/*.json.gz"' in pyproject and '"data/LICENSE-*"' in pyproject
 
 

@@ -5,7 +5,7 @@ from chanctx.context._truncate import sentence_boundaries
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .strategies import chat_text
+from tests.support.strategies import chat_text
 
 
 @given(st.text(), st.integers(10, 300))

@@ -28,7 +28,7 @@ from chanctx.manifest_store import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.strategies import sentences
+from tests.support.strategies import sentences
 
 COUNTER = default_counter("claude-sonnet-5")
 PACKAGE_SECRET = "PACKAGE-ONLY-TEXT"

@@ -27,7 +27,7 @@ from chanctx.manifest_store import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.test_compaction import assert_valid, conversations, flat, log_of
+from tests.unit.manifest_store.test_compaction import assert_valid, conversations, flat, log_of
 
 Role = Literal["user", "assistant"]
 KEY = SessionKey(team="T1", channel="C1", thread_ts="1760000000.000100")

@@ -45,7 +45,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
-from .test_tools_data import (
+from tests.unit.tools.test_tools_data import (
     C1,
     C2,
     NAMES,

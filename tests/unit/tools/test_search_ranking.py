@@ -19,7 +19,7 @@ from chanctx.tools import ChannelTools, HistoryView, IndexedHistory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .test_tools_data import ok, ranked
+from tests.unit.tools.test_tools_data import ok, ranked
 
 C1, C2 = "C1SOCIAL", "C2OTHER"
 T0 = 1_772_366_400  # 2026-03-01T12:00:00Z

@@ -21,7 +21,7 @@ from chanctx.tools._context_tool import minute
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .test_tools_data import C1, NAMES, build_history, ok, tools_for, ts
+from tests.unit.tools.test_tools_data import C1, NAMES, build_history, ok, tools_for, ts
 
 COUNTER = default_counter()
 PEOPLE = Names(users={"UANA": "Ana", "UBEN": "Ben", "UCY": "Cy", "UBOT": "chanctx"})

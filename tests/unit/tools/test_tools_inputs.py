@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from .test_tools_data import INCIDENT, NAMES, build_history, tools_for
+from tests.unit.tools.test_tools_data import INCIDENT, NAMES, build_history, tools_for
 
 TOOLS = tools_for()
 

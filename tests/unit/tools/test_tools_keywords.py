@@ -6,7 +6,7 @@ from chanctx.tools._keywords import STOPWORDS, keywords, terms
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .strategies import chat_text
+from tests.support.strategies import chat_text
 
 
 def words(intent: str) -> list[str]:

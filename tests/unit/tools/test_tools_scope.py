@@ -10,7 +10,7 @@ from chanctx.context import Message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .test_tools_data import (
+from tests.unit.tools.test_tools_data import (
     C1,
     GRAFANA,
     INCIDENT,

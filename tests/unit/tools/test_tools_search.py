@@ -11,7 +11,7 @@ from chanctx.tools._context_tool import minute
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .test_tools_data import (
+from tests.unit.tools.test_tools_data import (
     C1,
     FLAG_THREAD,
     INCIDENT,

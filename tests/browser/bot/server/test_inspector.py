@@ -11,9 +11,9 @@ from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.server.query_api import ApiKeys
 from playwright.sync_api import Page, sync_playwright
 
-from .chromium import ensure_chromium
-from .query_server import api_server, demo_replayed
-from .test_query_api import INCIDENTS, READER
+from tests.support.chromium import ensure_chromium
+from tests.support.query_server import api_server, demo_replayed
+from tests.unit.bot.server.test_query_api import INCIDENTS, READER
 
 
 @pytest.fixture(scope="module")

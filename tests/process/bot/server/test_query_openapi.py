@@ -13,8 +13,8 @@ from chanctx.bot.server.query_api import ApiKeys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .query_server import api_server, demo_replayed
-from .test_query_api import ADMIN, INCIDENTS, READER
+from tests.support.query_server import api_server, demo_replayed
+from tests.unit.bot.server.test_query_api import ADMIN, INCIDENTS, READER
 
 
 @pytest.fixture(scope="module")

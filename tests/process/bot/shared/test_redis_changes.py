@@ -19,8 +19,8 @@ from chanctx.context import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .redis_server import RedisServer, redis_server
-from .slack_events import BOT_ID, BOT_USER, CHANNEL, edit, message, reaction, ts
+from tests.support.redis_server import RedisServer, redis_server
+from tests.support.slack_events import BOT_ID, BOT_USER, CHANNEL, edit, message, reaction, ts
 
 TEAM = "T0CHANGES1"
 ME = SelfIdentity(user_id=BOT_USER, bot_id=BOT_ID)

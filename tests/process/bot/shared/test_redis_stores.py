@@ -25,8 +25,8 @@ from chanctx.manifest_store import (
 )
 from slack_sdk.oauth.installation_store import Installation
 
-from . import redis_server as shared
-from .redis_server import RedisServer
+from tests.support import redis_server as shared
+from tests.support.redis_server import RedisServer
 
 server, client = shared.server, shared.client  # the module's redis-server and a client of it
 

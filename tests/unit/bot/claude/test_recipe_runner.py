@@ -25,7 +25,7 @@ from chanctx.context import (
     default_recipe,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 
 @pytest.fixture

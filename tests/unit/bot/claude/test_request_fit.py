@@ -16,8 +16,8 @@ from chanctx.bot.claude.session import SessionSettings
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.context import default_counter
 
-from .media_files import file_state, png, slack_file
-from .slack_events import STATE, envelope, mention_pair, message, ts
+from tests.support.media_files import file_state, png, slack_file
+from tests.support.slack_events import STATE, envelope, mention_pair, message, ts
 
 START = float(ts(0).split(".")[0])
 COUNT = default_counter("claude-sonnet-5").count

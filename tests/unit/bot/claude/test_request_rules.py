@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from .media_files import pdf_bytes
+from tests.support.media_files import pdf_bytes
 
 
 def request(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:

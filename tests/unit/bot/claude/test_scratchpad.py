@@ -3,7 +3,6 @@ a handle, and Claude reads the rest with ``scratchpad_read``; through a real ses
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from chanctx.bot.claude.scratchpad import Scratchpad
@@ -13,10 +12,11 @@ from chanctx.context import default_counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .strategies import sentences
+from tests.support.paths import ROOT
+from tests.support.strategies import sentences
 
 COUNT = default_counter().count
-DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+DEMO = ROOT / "fixtures" / "demo"
 
 
 @settings(max_examples=150, deadline=None)

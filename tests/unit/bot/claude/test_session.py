@@ -35,7 +35,7 @@ from chanctx.manifest_store import (
 )
 from chanctx.tools import read_context_output
 
-from .slack_events import (
+from tests.support.slack_events import (
     BOT_ID,
     BOT_USER,
     CHANNEL,

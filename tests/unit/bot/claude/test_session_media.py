@@ -12,8 +12,8 @@ from chanctx.bot.claude.session import SessionSettings
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.manifest_store import ATTACHMENT_MANIFEST, SessionStore, rebuild
 
-from .media_files import file_state, pdf_bytes, png, slack_file
-from .slack_events import STATE, envelope, mention_pair, message, ts
+from tests.support.media_files import file_state, pdf_bytes, png, slack_file
+from tests.support.slack_events import STATE, envelope, mention_pair, message, ts
 
 GRAPH = png(64, 48, shade=10)
 OTHER = png(32, 32, shade=200)

@@ -8,7 +8,6 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +22,8 @@ from hypothesis import strategies as st
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 TOKEN = "xoxb-test-0123456789-secret"
 BASE = 1_760_000_000
 _channels = (f"CH{n:06d}" for n in itertools.count())

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from chanctx.bot.settings import SettingsError, load_settings
@@ -13,8 +12,9 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bench._process import free_port
+from tests.support.paths import ROOT
 
-DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+DEMO = ROOT / "fixtures" / "demo"
 
 
 def test_fakes_serve_the_fixture_and_fail_posts_at_the_asked_rate() -> None:

@@ -10,7 +10,9 @@ import pytest
 from chanctx.bot.cli import main
 from chanctx.context import ChannelSnapshot, ThreadContext, default_counter, wire_json
 
-DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+from tests.support.paths import ROOT
+
+DEMO = ROOT / "fixtures" / "demo"
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:

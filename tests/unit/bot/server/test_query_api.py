@@ -20,7 +20,7 @@ from chanctx.tools import BLOCK_TYPES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .query_server import DEMO, api_server, demo_replayed
+from tests.support.query_server import DEMO, api_server, demo_replayed
 
 INCIDENTS, RANDOM = "C0INCIDENT", "C0RANDOM00"
 READER = "incidents-reader-key-0001"  # may read #incidents only
@@ -180,8 +180,7 @@ def test_run_http_serves_the_api_beside_the_events_with_a_keys_file(tmp_path: Pa
     from chanctx.bot.replay.fake_slack import FakeSlackAPI
 
     from bench._process import BotProcess, post_signed
-
-    from .slack_events import CHANNEL, STATE, envelope, message, ts
+    from tests.support.slack_events import CHANNEL, STATE, envelope, message, ts
 
     keys = tmp_path / "keys.yaml"
     keys.write_text(f'{READER}: ["{CHANNEL}"]\n')
@@ -304,7 +303,7 @@ def test_the_socket_answers_several_queries_and_refuses_what_it_must(api: str) -
 def test_pinned_messages_come_first_until_unpinned() -> None:
     import copy
 
-    from .slack_events import CHANNEL, STATE, envelope, message, ts
+    from tests.support.slack_events import CHANNEL, STATE, envelope, message, ts
 
     def pin(at: str, target: dict[str, Any], *, added: bool = True) -> dict[str, Any]:
         kind = "pin_added" if added else "pin_removed"

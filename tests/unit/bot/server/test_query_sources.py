@@ -10,7 +10,6 @@ import json
 import time
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +27,9 @@ from chanctx.context import default_counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-KNOWLEDGE = Path(__file__).resolve().parents[1] / "fixtures" / "channel_knowledge"
+from tests.support.paths import ROOT
+
+KNOWLEDGE = ROOT / "fixtures" / "channel_knowledge"
 PLATFORM = "C0PLATFORM"
 COUNT = default_counter().count
 

@@ -17,7 +17,9 @@ from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.slack.assistant_threads import AssistantThreads
 from chanctx.tools import read_context_output
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "assistant_pane"
+from tests.support.paths import ROOT
+
+FIXTURE = ROOT / "fixtures" / "assistant_pane"
 PAYMENTS, DEPLOYS, KIM_DM = "C0PAYMENTS", "C0DEPLOYS1", "D0KIMDM001"
 PAYMENTS_TEXTS = ("1,240 tickets", "310 after the batch rerun", "EU batch job stalled")
 

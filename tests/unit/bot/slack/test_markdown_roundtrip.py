@@ -23,9 +23,10 @@ from chanctx.bot.replay.runner import replay
 from markdown_it import MarkdownIt
 from slack_sdk import WebClient
 
-from .slack_events import BOT_USER, CHANNEL, STATE, mention_pair, ts
+from tests.support.paths import ROOT
+from tests.support.slack_events import BOT_USER, CHANNEL, STATE, mention_pair, ts
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = ROOT / "fixtures"
 START = float(ts(0).split(".")[0])
 
 # The constructs of Slack's markdown block reference, each as its documentation writes it.

@@ -39,7 +39,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from slack_sdk import WebClient
 
-from .media_files import pdf_bytes
+from tests.support.media_files import pdf_bytes
 
 TOKEN = "xoxb-test-0123456789-secret"
 LOGIN_PAGE = "Slack returned its login page: the bot needs the files:read scope"

@@ -18,7 +18,7 @@ from chanctx.context import FileRef
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .test_media import TOKEN, Recorder, Route, failed, fetcher_for
+from tests.unit.bot.slack.test_media import TOKEN, Recorder, Route, failed, fetcher_for
 
 SLACK_URL = "https://files.slack.com/files-pri/T1-F1/graph.png"
 

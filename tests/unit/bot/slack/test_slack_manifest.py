@@ -13,7 +13,8 @@ from chanctx.bot.replay.fake_slack import FILE_DOWNLOAD
 from chanctx.bot.replay.fixture import load_fixture
 from chanctx.bot.replay.runner import replay
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/events.jsonl"))
 
 READ = {"channels:read", "groups:read", "im:read", "mpim:read"}
