@@ -3,8 +3,10 @@ a `chanctx` that works from a directory outside the checkout."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from importlib import metadata
 from pathlib import Path
@@ -17,11 +19,24 @@ PACKAGES = ["bot", "bot/slack", "bot/slack/listeners", "bot/claude", "bot/replay
             "tools", "cache", "manifest_store"]  # fmt: skip
 
 
+def copy_of_the_sources(into: Path) -> Path:
+    """What the build reads, copied: setuptools writes build/ and an .egg-info beside the sources
+    it builds, and the checkout is being read by the other tests (and other xdist workers)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    meta = project["project"]
+    for name in ["pyproject.toml", meta["readme"], *meta["license-files"]]:
+        shutil.copy2(ROOT / name, into / name)
+    for folder in set(project["tool"]["setuptools"]["package-dir"].values()):
+        shutil.copytree(ROOT / folder, into / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return into
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
+    sources = copy_of_the_sources(tmp_path_factory.mktemp("sources"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(sources)],
         check=True,
         capture_output=True,
     )

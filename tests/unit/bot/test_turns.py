@@ -49,7 +49,7 @@ class Answers:
 
 def new_bot(data_dir: Path, responder: Any, *, stream: bool = False) -> OfflineBot:
     """Answers posted in one message each (where Slack does not stream); streamed answers
-    through crashes and faults are tests/test_streaming.py's."""
+    through crashes and faults are tests/unit/bot/test_streaming.py's."""
     return OfflineBot(
         copy.deepcopy(STATE), responder=responder, start_time=START, data_dir=data_dir,
         stream=stream,

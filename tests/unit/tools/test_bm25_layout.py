@@ -2,7 +2,7 @@
 
 A term's postings move between forms as its document count changes (one int, a bytes of up to
 64 postings, an array beyond, back to bytes when it shrinks), and a term frequency of 255 or
-more lives in a side table. The property tests of tests/test_search_index.py use 16 slots and
+more lives in a side table. The property tests of tests/unit/tools/test_search_index.py use 16 slots and
 small frequencies, so they never reach the array form or the side table; these do. The size
 test counts bytes (``sys.getsizeof``), which is deterministic for a given Python.
 """
