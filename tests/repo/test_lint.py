@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.paths import ROOT
 
 BIN = Path(sys.executable).parent
@@ -27,6 +29,7 @@ def test_ruff_format_is_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_mypy_strict_is_clean() -> None:
     result = run("bash", str(ROOT / ".ci" / "typecheck"))
     assert result.returncode == 0, result.stdout + result.stderr

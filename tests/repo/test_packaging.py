@@ -15,6 +15,9 @@ import pytest
 
 from tests.support.paths import ROOT
 
+# Builds a wheel and installs it in a fresh virtualenv from the registry: slow throughout.
+pytestmark = pytest.mark.slow
+
 PACKAGES = ["bot", "bot/slack", "bot/slack/listeners", "bot/claude", "bot/replay", "context",
             "tools", "cache", "manifest_store"]  # fmt: skip
 

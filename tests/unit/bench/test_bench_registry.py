@@ -52,6 +52,7 @@ def test_sections_are_found_the_way_write_section_writes_them(tmp_path: Path) ->
     assert "body a" in found["A"] and "body a" not in found["B (two)"]
 
 
+@pytest.mark.slow
 def test_the_runner_lists_every_registered_module_and_refuses_an_unknown_one() -> None:
     listed = subprocess.run(
         [sys.executable, "-m", "bench", "list"], cwd=ROOT, capture_output=True, text=True

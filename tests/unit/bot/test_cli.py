@@ -118,6 +118,7 @@ def test_the_demo_flag_replays_the_same_transcript_as_the_fixture_path(
     assert "Turn 2:" in by_flag
 
 
+@pytest.mark.slow
 def test_version() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "chanctx.bot.cli", "--version"],

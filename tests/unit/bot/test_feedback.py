@@ -182,6 +182,7 @@ for n in range(1_000_000):
 """
 
 
+@pytest.mark.slow
 def test_a_kill_9_during_compactions_loses_no_remembered_vote(tmp_path: Path) -> None:
     writer = subprocess.Popen(
         [sys.executable, "-c", _FEEDBACK_WRITER, str(tmp_path)],

@@ -213,6 +213,7 @@ for n in range(100_000):
 """
 
 
+@pytest.mark.slow
 def test_a_kill_9_loses_no_applied_delta(tmp_path: Path) -> None:
     writer = subprocess.Popen(
         [sys.executable, "-c", _WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True

@@ -17,6 +17,7 @@ from tests.support.paths import ROOT
 DEMO = ROOT / "fixtures" / "demo"
 
 
+@pytest.mark.slow
 def test_fakes_serve_the_fixture_and_fail_posts_at_the_asked_rate() -> None:
     slack_port, anthropic_port = free_port(), free_port()
     command = [sys.executable, "-m", "chanctx.bot.cli", "fakes", str(DEMO),
@@ -51,6 +52,7 @@ def test_fakes_serve_the_fixture_and_fail_posts_at_the_asked_rate() -> None:
     assert process.returncode in (0, -15)
 
 
+@pytest.mark.slow
 def test_fakes_refuse_a_bad_rate_in_one_line() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "chanctx.bot.cli", "fakes", str(DEMO), "--slack-port", "1",

@@ -173,6 +173,7 @@ def test_the_keys_file_is_checked_when_loaded(tmp_path: Path) -> None:
             ApiKeys.load(bad)
 
 
+@pytest.mark.slow
 def test_run_http_serves_the_api_beside_the_events_with_a_keys_file(tmp_path: Path) -> None:
     import copy
 
@@ -199,6 +200,7 @@ def test_run_http_serves_the_api_beside_the_events_with_a_keys_file(tmp_path: Pa
             bot.stop()
 
 
+@pytest.mark.slow
 def test_replay_serve_answers_queries_over_the_recording_until_interrupted(tmp_path: Path) -> None:
     import signal
     import socket
