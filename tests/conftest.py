@@ -10,6 +10,7 @@ goes.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -38,7 +39,32 @@ def kind_of(path: Path) -> str | None:
     return parts[0] if len(parts) > 1 else None
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        for name in KIND_MARKERS.get(kind_of(item.path) or "", ()):
-            item.add_marker(name)
+def pytest_itemcollected(item: pytest.Item) -> None:
+    # Marked as each test is collected, before any plugin's pytest_collection_modifyitems (where
+    # `-m "not slow"` deselects).
+    for name in KIND_MARKERS.get(kind_of(item.path) or "", ()):
+        item.add_marker(name)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under `--dist loadgroup`, a kind's tests run one after another on one worker, the unit
+    tests spread over all the workers one by one.
+
+    Each process test starts processes (or a browser) that must come up within their deadlines;
+    two cores shared by several of them at once missed those deadlines, while one at a time they
+    mostly wait, and the other workers take the unit tests meanwhile. pytest-xdist's own
+    `xdist_group` marker would say this per test, but under pytest 9.2 it has no effect (xdist
+    3.8 renames the test's node id through an attribute pytest no longer reads), so the grouping
+    is by folder, here.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByKind(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            parts = nodeid.split("/")
+            kind = parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
+            return kind if kind in KIND_MARKERS else nodeid
+
+    return ByKind(config, log)
