@@ -1,7 +1,7 @@
 """Every benchmark module and the RESULTS.md sections it writes: what ``python -m bench all`` runs.
 
 Registering a module is one line here: ``"module": ("Section title", ...)``, the titles it
-passes to ``bench._results.write_section``. tests/test_bench_registry.py fails when a module in
+passes to ``bench._results.write_section``. tests/unit/bench/test_bench_registry.py fails when a module in
 bench/ is missing here or a registered section is missing from RESULTS.md (it never runs a
 benchmark). Order is the order ``all`` runs them: quick ones first.
 """

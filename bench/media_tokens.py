@@ -217,7 +217,7 @@ def main() -> None:
             f"chanctx sends each image once ({base_bytes / max(ours_bytes, 1):.0f}x fewer image bytes, "
             f"{base_vision / max(ours_vision, 1):.0f}x fewer vision tokens); later turns",
             "read them from the cached prefix. A file asked for again, or re-uploaded under a new id, becomes",
-            "a one-line reference (`tests/test_session_media.py`).",
+            "a one-line reference (`tests/unit/bot/claude/test_session_media.py`).",
         ]
     )
     write_section("Media", body)
