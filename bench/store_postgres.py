@@ -41,7 +41,7 @@ from chanctx.tools._search import search
 from bench._results import write_section
 from bench.search_speed import Corpus
 from bench.store import QUERIES, TEAM, FastCorpus
-from tests.postgres_server import postgres_server
+from tests.support.postgres_server import postgres_server
 
 SECTION = "Channel store on PostgreSQL"
 

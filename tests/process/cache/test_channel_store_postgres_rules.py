@@ -26,8 +26,8 @@ from chanctx.cache.channel_store import (
 )
 from chanctx.context import FileRef
 
-from .postgres_server import PostgresServer, pg_schema, postgres
-from .test_channel_store import (
+from tests.support.postgres_server import PostgresServer, pg_schema, postgres
+from tests.unit.cache.test_channel_store import (
     BASE,
     T,
     msg,

@@ -10,11 +10,19 @@ import pytest
 from chanctx.bot.export.importer import ImportRefused, import_export
 from chanctx.cache.channel_store import MessageDeleted, MessageEdited, SqliteChannelStore
 
-from .slack_exports import ANA, DM, GENERAL, GROUP, SECRET, TEAM, workspace_export, write_zip
-
-REAL = (
-    Path(__file__).parent / "data" / "slack_export" / "hfaran-slack-export-viewer-testarchive.zip"
+from tests.support.paths import DATA
+from tests.support.slack_exports import (
+    ANA,
+    DM,
+    GENERAL,
+    GROUP,
+    SECRET,
+    TEAM,
+    workspace_export,
+    write_zip,
 )
+
+REAL = DATA / "slack_export" / "hfaran-slack-export-viewer-testarchive.zip"
 
 
 @pytest.fixture

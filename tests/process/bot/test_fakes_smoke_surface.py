@@ -8,7 +8,6 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +15,8 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bench._process import free_port
+from tests.support.paths import DEMO
 
-DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
 CHANNEL = "C0INCIDENT"
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from chanctx.bot.cli import main
 
-REAL = (
-    Path(__file__).parent / "data" / "slack_export" / "hfaran-slack-export-viewer-testarchive.zip"
-)
+from tests.support.paths import DATA
+
+REAL = DATA / "slack_export" / "hfaran-slack-export-viewer-testarchive.zip"
 
 
 def test_stats_after_an_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

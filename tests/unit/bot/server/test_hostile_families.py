@@ -24,9 +24,9 @@ from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.server import BackgroundServer, build_asgi_app
 from hypothesis import HealthCheck, given, settings
 
-from .raw_http import deep, raw_post, signed_with
-from .slack_events import BOT_USER, CHANNEL, DM, STATE, envelope, mention_pair, ts
-from .slack_grammar import slack_bodies
+from tests.support.raw_http import deep, raw_post, signed_with
+from tests.support.slack_events import BOT_USER, CHANNEL, DM, STATE, envelope, mention_pair, ts
+from tests.support.slack_grammar import slack_bodies
 
 SECRET = "0b7d45f23f9a6c1e8c9e1d2b3a4f5e6a"  # a made-up signing secret for the test only
 

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 from hypothesis import strategies as st
 
-from .slack_events import BOT_USER, CHANNEL, DM, TEAM
+from tests.support.slack_events import BOT_USER, CHANNEL, DM, TEAM
 
 MISSING = object()  # a field left out of its object
 

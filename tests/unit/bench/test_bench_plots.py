@@ -12,6 +12,7 @@ import pytest
 from bench._results import sections
 from bench._tables import number, tables
 from bench.plots import DRAWINGS, draw_all
+from tests.support.paths import ROOT
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -50,4 +51,4 @@ def test_results_show_every_picture() -> None:
     plots = sections()["Plots"]
     for name in DRAWINGS:
         assert f"(plots/{name})" in plots
-        assert (Path(__file__).resolve().parents[1] / "bench" / "plots" / name).exists()
+        assert (ROOT / "bench" / "plots" / name).exists()

@@ -16,8 +16,8 @@ from chanctx.cache.channel_store import PostgresChannelStore
 from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
-from .postgres_server import PostgresServer, drop_schema, new_schema, postgres
-from .test_channel_store_model import Model, StoreMachine
+from tests.support.postgres_server import PostgresServer, drop_schema, new_schema, postgres
+from tests.unit.cache.test_channel_store_model import Model, StoreMachine
 
 __all__ = ["postgres"]
 

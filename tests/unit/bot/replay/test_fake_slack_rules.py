@@ -17,7 +17,7 @@ from chanctx.bot.slack.poster import UPDATE_LIMIT
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from .slack_events import BOT_USER, CHANNEL, STATE, mention_pair, ts
+from tests.support.slack_events import BOT_USER, CHANNEL, STATE, mention_pair, ts
 
 START = float(ts(0).split(".")[0])
 # One part (under 12,000 characters), nearly three times what chat.update takes.

@@ -12,7 +12,7 @@ from chanctx.bot.replay.fake_slack import DEFAULT_AUTH
 from chanctx.bot.replay.fixture import load_fixture
 from chanctx.bot.replay.runner import replay
 
-from .slack_events import envelope, message, ts
+from tests.support.slack_events import envelope, message, ts
 
 CHANNELS = ["C0EVENTS01", "C0EVENTS02"]
 BOT = "U0SOMEBOT1"  # the bot as the events name it: no slack_api.json says who that is

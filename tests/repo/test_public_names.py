@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 PRODUCT = ("bot", "context", "tools", "cache", "manifest_store", "fixtures")
 # The packages whose public modules must each declare ``__all__``.
 DECLARED = ("context", "tools", "cache", "manifest_store")

@@ -30,10 +30,10 @@ from pydantic import TypeAdapter
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from .slack_events import CHANNEL, DM, STATE
+from tests.support.paths import DATA, DEMO
+from tests.support.slack_events import CHANNEL, DM, STATE
 
-SAMPLES = Path(__file__).parent / "data" / "slack_samples"
-DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+SAMPLES = DATA / "slack_samples"
 REQUIRED: dict[str, dict[str, list[str]]] = json.loads(
     (SAMPLES / "openapi_required.json").read_text()
 )

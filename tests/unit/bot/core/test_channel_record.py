@@ -21,7 +21,16 @@ from chanctx.cache.channel_store import (
     UserNamed,
 )
 
-from .slack_events import CHANNEL, STATE, TEAM, edit, envelope, mention_pair, message, ts
+from tests.support.slack_events import (
+    CHANNEL,
+    STATE,
+    TEAM,
+    edit,
+    envelope,
+    mention_pair,
+    message,
+    ts,
+)
 
 
 def bot_on(data: Path) -> OfflineBot:

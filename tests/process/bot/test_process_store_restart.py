@@ -25,8 +25,16 @@ from chanctx.bot.replay.fake_slack import FakeSlackAPI
 from chanctx.cache.channel_store import SqliteChannelStore
 
 from bench._process import BotProcess, post_signed
-
-from .slack_events import BOT_USER, CHANNEL, STATE, edit, envelope, mention_pair, message, ts
+from tests.support.slack_events import (
+    BOT_USER,
+    CHANNEL,
+    STATE,
+    edit,
+    envelope,
+    mention_pair,
+    message,
+    ts,
+)
 
 MESSAGES = 3_000
 FACT = "the vault combination is 4417 amber"

@@ -26,11 +26,18 @@ from chanctx.bot.export import (
 )
 from chanctx.bot.export.source import FolderSource, ZipSource
 
-from .slack_exports import DM, GENERAL, GROUP, SECRET, workspace_export, write_folder, write_zip
-
-REAL = (
-    Path(__file__).parent / "data" / "slack_export" / "hfaran-slack-export-viewer-testarchive.zip"
+from tests.support.paths import DATA
+from tests.support.slack_exports import (
+    DM,
+    GENERAL,
+    GROUP,
+    SECRET,
+    workspace_export,
+    write_folder,
+    write_zip,
 )
+
+REAL = DATA / "slack_export" / "hfaran-slack-export-viewer-testarchive.zip"
 
 
 def records(path: Path, **kwargs: object) -> list[object]:
