@@ -18,12 +18,13 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from cachetools import LRUCache, TTLCache
 from chanctx.bot.core.built_context import BuiltContext
 from chanctx.bot.core.engine import ContextEngine
+from chanctx.bot.core.turn_signals import may_view, set_title, show_working
 from chanctx.bot.core.turns import (
     Answer,
     AnswerRunner,
@@ -53,7 +54,6 @@ logger = logging.getLogger("chanctx.runtime")
 # Slack retries an event for up to ~1 hour; ten minutes of ids covers its retry schedule
 # (immediately, 1 min, 5 min) with room to spare. Turns are remembered longer, in the journal.
 _DEDUP_SECONDS = 600.0
-_STATUS_TEXT = "is reading the channel..."
 _SLACK_TS = re.compile(r"\d{10}\.\d{6}")  # a message id, as every queued anchor must be
 _FAILURE_TEXT = "Sorry, I couldn't answer this one: {reason}. Nothing is lost; please ask again."
 
@@ -348,9 +348,9 @@ class Runtime:
     def _answer(self, turn: Turn, *, check_thread: bool = False) -> TurnResult:
         result = TurnResult(turn=turn)
         key = turn_id(turn)
-        self._show_working(turn, on=True)
-        self._set_title(turn)
-        turn, refused = self._may_view(turn)
+        show_working(self.client, turn, on=True)
+        set_title(self.client, turn)
+        turn, refused = may_view(turn, self.membership, self.engine.names)
         result.turn = turn  # as answered: without a channel the user may not read
         try:
             # No lock here: the engine never holds its own across a Slack call, so a
@@ -399,7 +399,7 @@ class Runtime:
                     turn, str(error) if isinstance(error, ChanctxError) else type(error).__name__
                 )
         finally:
-            self._show_working(turn, on=False)
+            show_working(self.client, turn, on=False)
             with self.lock:
                 self._in_flight.discard(key)
         return result
@@ -491,48 +491,3 @@ class Runtime:
                 "could not post the failure notice in %s/%s", turn.channel, turn.thread_ts
             )
             self.turns.finish(key)
-
-    def _may_view(self, turn: Turn) -> tuple[Turn, str | None]:
-        """The pane's viewed channel, if the asker is a member of it; else none, and why."""
-        viewed = turn.viewed_channel
-        if not viewed or self.membership.is_member(viewed, turn.user):
-            return turn, None
-        name = self.engine.names.channels.get(viewed, viewed)
-        note = (
-            f"You're viewing #{name}, which you are not a member of, so I can't use its "
-            "conversations here; this answer uses no channel context."
-        )
-        return replace(turn, viewed_channel=None), note
-
-    def _set_title(self, turn: Turn) -> None:
-        if not (turn.assistant_thread and turn.title):
-            return
-        try:
-            self.client.assistant_threads_setTitle(
-                channel_id=turn.channel, thread_ts=turn.thread_ts, title=turn.title
-            )
-        except SlackApiError as error:
-            logger.warning("could not set the thread title: %s", error.response.get("error"))
-
-    def _show_working(self, turn: Turn, *, on: bool) -> None:
-        """The user sees that the bot is on it: assistant status, or an :eyes: reaction."""
-        try:
-            if turn.assistant_thread:
-                self.client.assistant_threads_setStatus(
-                    channel_id=turn.channel,
-                    thread_ts=turn.thread_ts,
-                    status=_STATUS_TEXT if on else "",
-                )
-            elif on:
-                self.client.reactions_add(
-                    channel=turn.channel, timestamp=turn.anchor_ts, name="eyes"
-                )
-            else:
-                self.client.reactions_remove(
-                    channel=turn.channel, timestamp=turn.anchor_ts, name="eyes"
-                )
-        except SlackApiError as error:
-            # A missing reaction scope must not cost the answer itself.
-            logger.warning(
-                "could not update the working indicator: %s", error.response.get("error")
-            )
