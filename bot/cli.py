@@ -79,7 +79,8 @@ def parser() -> argparse.ArgumentParser:
         metavar="PORT",
         type=int,
         help="after the replay, serve the context query API over the replayed state on "
-        "127.0.0.1:PORT (no keys: loopback only) until interrupted",
+        "127.0.0.1:PORT until interrupted (with --api-keys only those keys may read, each its "
+        "channels; without, anyone on this machine)",
     )
     add_options(replay, "replay")
 
@@ -187,7 +188,9 @@ def _replay(args: argparse.Namespace, options: Options) -> int:
             if options.playbook_embed
             else None,
         ),
-        then=_serve_replayed(args.serve, args.json) if args.serve is not None else None,
+        then=_serve_replayed(args.serve, args.json, options.api_keys)
+        if args.serve is not None
+        else None,
     )
     if args.serve is None:
         print(_shown(report, args.json))
@@ -204,8 +207,12 @@ def _shown(report: dict[str, Any], as_json: bool) -> str:
     return json.dumps(report, indent=2, sort_keys=True) if as_json else render_transcript(report)
 
 
-def _serve_replayed(port: int, as_json: bool) -> Callable[[Any, dict[str, Any]], None]:
-    """Print the report, then serve the query API over the replayed state until interrupted."""
+def _serve_replayed(
+    port: int, as_json: bool, keys_file: Path | None
+) -> Callable[[Any, dict[str, Any]], None]:
+    """Print the report, then serve the query API over the replayed state until interrupted;
+    with a keys file, only its keys, each for its channels (as ``run`` serves it)."""
+    from chanctx.bot.launch.one_workspace import load_api_keys
     from chanctx.bot.launch.settings import SettingsError
     from chanctx.bot.server import build_asgi_app, run_server
     from chanctx.bot.server.query_api import query_routes
@@ -214,6 +221,7 @@ def _serve_replayed(port: int, as_json: bool) -> Callable[[Any, dict[str, Any]],
 
     if not 0 < port < 65536:
         raise SettingsError(f"--serve: {port} is not a TCP port (1-65535)")
+    keys = load_api_keys(keys_file) if keys_file is not None else None  # checked before replaying
 
     def serve(bot: Any, report: dict[str, Any]) -> None:
         print(_shown(report, as_json), flush=True)
@@ -226,7 +234,7 @@ def _serve_replayed(port: int, as_json: bool) -> Callable[[Any, dict[str, Any]],
         )
         routes = query_routes(
             bot.engine,
-            None,
+            keys,
             profiles,
             turns=lambda: list(bot.runtime.runner.results),
             sources=sources,

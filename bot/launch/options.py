@@ -310,8 +310,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "api_keys", "--api-keys", "CHANCTX_API_KEYS", _path, "a file path",
-        "the query API's keys file (key -> channel ids or \"*\"); without it the API is off",
-        commands=SERVING, shown_default="none (API off)",
+        "the query API's keys file (key -> channel ids or \"*\"); without it the API is off "
+        "(replay --serve: open to loopback)",
+        commands=ALL, shown_default="none (API off)",
     ),
     Setting(
         "claude_deadline", "--claude-deadline", "CHANCTX_CLAUDE_DEADLINE", _seconds,

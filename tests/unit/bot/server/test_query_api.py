@@ -201,7 +201,10 @@ def test_run_http_serves_the_api_beside_the_events_with_a_keys_file(tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_replay_serve_answers_queries_over_the_recording_until_interrupted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("with_keys", [False, True])
+def test_replay_serve_answers_queries_over_the_recording_until_interrupted(
+    tmp_path: Path, with_keys: bool
+) -> None:
     import signal
     import socket
     import subprocess
@@ -212,6 +215,10 @@ def test_replay_serve_answers_queries_over_the_recording_until_interrupted(tmp_p
 
     port = free_port()
     command = [sys.executable, "-m", "chanctx.bot.cli", "replay", str(DEMO), "--serve", str(port)]
+    if with_keys:  # honoured as run honours it: only these keys, each its channels
+        keys = tmp_path / "keys.yaml"
+        keys.write_text(f'{READER}: ["{INCIDENTS}"]\n')
+        command += ["--api-keys", str(keys)]
     log = (tmp_path / "replay.log").open("wb")
     process = subprocess.Popen(command, stdout=log, stderr=log)
     try:
@@ -224,8 +231,14 @@ def test_replay_serve_answers_queries_over_the_recording_until_interrupted(tmp_p
                 assert process.poll() is None, (tmp_path / "replay.log").read_text()
                 time.sleep(0.1)
         url = f"http://127.0.0.1:{port}/api/context/query"
-        status, body = post(url, {"query": "rollback", "channel": INCIDENTS}, key=None)
-        assert status == 200 and body["chunks"]  # loopback, a recording: no key needed
+        asked = {"query": "rollback", "channel": INCIDENTS}
+        if with_keys:
+            assert post(url, asked, key=None)[0] == 401
+            assert post(url, {"query": "x", "channel": RANDOM}, key=READER)[0] == 403
+            status, body = post(url, asked, key=READER)
+        else:
+            status, body = post(url, asked, key=None)  # loopback, a recording: no key needed
+        assert status == 200 and body["chunks"]
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=10) == 0
     finally:
