@@ -8,7 +8,8 @@ the same report byte for byte.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +26,7 @@ from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.replay.offline_teams import OfflineWorkspaces
 from chanctx.context.playbook import Similarity
 from chanctx.manifest_store import HARMFUL, HELPFUL, PlaybookStore
+from tqdm import tqdm
 
 __all__ = ["ReplayOptions", "replay"]
 
@@ -121,7 +123,7 @@ def replay(
     ) as bot:
         interactions: list[dict[str, Any]] = []
         skipped: list[dict[str, str]] = []
-        for envelope in fixture.envelopes:
+        for envelope in _shown_progress(fixture.envelopes):
             if options.continued:
                 skipped += _answered_before(bot, envelope)
             response = bot.dispatch(envelope)
@@ -212,7 +214,7 @@ def _replay_workspaces(fixture: Fixture, options: ReplayOptions, start: float) -
         history_per_channel=options.history_per_channel,
         history_mb=options.history_mb,
     ) as teams:
-        for envelope in fixture.envelopes:
+        for envelope in _shown_progress(fixture.envelopes):
             teams.dispatch(envelope)
         turns: list[tuple[str, TurnResult, OfflineBot]] = [
             (team, result, bot)
@@ -321,3 +323,15 @@ def _claude_totals(results: list[TurnResult]) -> dict[str, int]:
         "cache_read_input_tokens",
     )
     return {name: sum(r.usage.get(name, 0) for r in results) for name in names}
+
+
+# A fixture this long takes seconds to replay: a terminal gets a progress bar (on stderr, so the
+# report on stdout stays the same byte for byte); a pipe or a log gets nothing.
+_PROGRESS_FROM = 1_000
+
+
+def _shown_progress(envelopes: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    shown = sys.stderr.isatty() and len(envelopes) >= _PROGRESS_FROM
+    yield from tqdm(
+        envelopes, desc="replaying", unit=" events", disable=not shown, file=sys.stderr, leave=False
+    )
