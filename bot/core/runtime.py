@@ -391,7 +391,10 @@ class Runtime:
         except Exception as error:
             if self.replicas is not None and self.replicas.lost(error):
                 raise  # not this answer's failure: the turn stays queued
-            logger.exception("answer failed in %s/%s", turn.channel, turn.thread_ts)
+            if isinstance(error, SlackApiError):  # Slack's refusal, not our bug: one line
+                logger.warning("answer failed in %s: Slack said %s", key, error.response["error"])
+            else:
+                logger.exception("answer failed in %s/%s", turn.channel, turn.thread_ts)
             result.error = f"{type(error).__name__}: {error}"
             # Our own errors say what happened in words; anything else by its name only.
             if not self._given_up(turn):
