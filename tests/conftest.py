@@ -20,7 +20,16 @@ from tests.support.paths import ROOT
 # No timing asserts in tests: Hypothesis' per-example deadline is one, and it fails at random
 # on a loaded 2-core machine. Speed is measured in bench/, not here.
 settings.register_profile("chanctx", deadline=None)
+# The fast subset (`-m "not slow"`) asks each property of fewer examples; the whole suite, the
+# one CI runs, keeps Hypothesis' default of 100.
+settings.register_profile("fast", deadline=None, max_examples=15)
 settings.load_profile("chanctx")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if (config.getoption("markexpr", "") or "").replace(" ", "") == "notslow":
+        settings.load_profile("fast")
+
 
 # pytester runs small pytest sessions inside tests (tests/repo/test_suite_rules.py).
 pytest_plugins = ["pytester"]

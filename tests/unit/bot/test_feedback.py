@@ -150,6 +150,7 @@ def test_a_click_that_names_no_answer_of_ours_or_is_malformed_counts_nothing(
 # --- a bot that runs for years: the file stays bounded, nothing remembered is lost -------------
 
 
+@pytest.mark.slow
 def test_the_file_is_compacted_to_what_is_remembered_and_reloads_the_same(tmp_path: Path) -> None:
     store = LocalFeedbackStore(tmp_path, max_answers=100)
     for n in range(3_000):

@@ -114,6 +114,7 @@ def malformed_envelopes(draw: st.DrawFn) -> dict[str, Any]:
     return outer
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(malformed_envelopes())
 def test_malformed_envelopes_are_acknowledged_and_break_nothing(item: dict[str, Any]) -> None:

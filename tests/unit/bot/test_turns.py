@@ -119,6 +119,7 @@ def test_a_failed_post_is_retried_until_it_lands_once(
         assert bot.runtime.turns.outbox() == []
 
 
+@pytest.mark.slow
 def test_when_every_retry_fails_the_turn_ends_and_the_bot_goes_on(tmp_path: Path) -> None:
     with new_bot(tmp_path, Answers()) as bot:
         bot.slack.fail_next("chat.postMessage", 10, status=500)  # 5 tries, then 5 for the notice
@@ -232,6 +233,7 @@ def test_done_turns_are_forgotten_after_the_retry_window_and_the_file_stays_smal
 # --- bounded resources -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_slow_claude_ends_in_an_honest_reply_and_never_starves_other_threads(
     tmp_path: Path,
 ) -> None:

@@ -586,6 +586,7 @@ def byte_scenarios(draw: st.DrawFn) -> list[tuple[str, Message]]:
     return ops
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(byte_scenarios(), st.sampled_from([2_000, 6_000, 20_000]))
 def test_the_byte_count_is_exact_and_the_bound_holds_after_every_write(

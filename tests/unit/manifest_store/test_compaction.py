@@ -281,6 +281,7 @@ def compact(entries: list[Entry], keep_turns: int, at: float = 9.0) -> tuple[lis
     return [*entries, entry], result
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(first=conversations(min_turns=4), later=conversations(min_turns=3, max_turns=6))
 def test_rebuild_after_compactions_is_what_the_running_bot_had(

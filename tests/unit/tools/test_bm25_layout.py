@@ -97,6 +97,7 @@ def test_a_slot_beyond_the_code_range_is_refused() -> None:
         BM25Index().add(MAX_SLOTS, ["deploy"])
 
 
+@pytest.mark.slow
 def test_postings_of_a_chat_channel_cost_under_seven_bytes_each() -> None:
     """5,000 messages of ten words drawn from a Zipf vocabulary (most words rare, as in chat):
     every postings object's bytes, over the postings they hold: 6.4 here, where the layout

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from chanctx.bot.claude.session import SessionSettings
 from chanctx.bot.messages_api.request_fit import BYTE_BUDGET, estimate_tokens, fit_request
 from chanctx.bot.messages_api.request_rules import problems, request_bytes
@@ -87,6 +88,7 @@ def test_twenty_five_big_text_files_fit_the_window_and_say_what_was_left_out(
     assert all("context window" in t for t in left_out)
 
 
+@pytest.mark.slow
 def test_twenty_five_images_over_2000_px_are_scaled_and_the_request_is_valid(
     tmp_path: Path,
 ) -> None:

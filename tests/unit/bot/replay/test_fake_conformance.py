@@ -247,6 +247,7 @@ def test_the_fake_refuses_with_the_codes_slack_documents() -> None:
 # --- the Messages API --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_request_the_demo_replay_writes_is_a_valid_message_create(tmp_path: Path) -> None:
     out = tmp_path / "requests.jsonl"
     result = subprocess.run(
