@@ -36,8 +36,9 @@ from chanctx.cache.channel_store._rows import (
     row_from_message,
     version_of,
 )
+from chanctx.cache.channel_store._rules import posted_over, reacted
 from chanctx.cache.channel_store._schema import create_fts, fts_table
-from chanctx.context import Message, Reaction
+from chanctx.context import Message
 
 __all__ = ["Applier"]
 
@@ -69,11 +70,6 @@ class _Row:
             self.flags,
             self.more,
         )
-
-
-def _thread_rank(message: Message) -> tuple[int, int]:
-    latest = -1 if message.latest_reply is None else ts_key(message.latest_reply)
-    return latest, message.reply_count
 
 
 class Applier:
@@ -234,28 +230,15 @@ class Applier:
             self._write(chan, message, None)
             result.applied += 1
             return
-        if old.deleted:
-            result.deleted += 1
+        posted = posted_over(message, old)
+        if posted.message is None:
+            if posted.outcome == "deleted":
+                result.deleted += 1
+            else:
+                result.known += 1
             return
-        if version_of(message.edited_ts) < old.version:
-            result.known += 1  # an older copy: the edit seen already stays
-            return
-        before = old.message(message.channel)
-        if not message.is_reply and _thread_rank(before) > _thread_rank(message):
-            # An event copy of a root carries no thread counters: keep the ones stored.
-            message = message.model_copy(
-                update={
-                    "reply_count": before.reply_count,
-                    "latest_reply": before.latest_reply,
-                    "reply_users": before.reply_users,
-                    "thread_ts": before.thread_ts or message.thread_ts,
-                }
-            )
-        if message == before:
-            result.known += 1
-            return
-        self._write(chan, message, old)
-        if message.text != before.text or message.files != before.files:
+        self._write(chan, posted.message, old)
+        if posted.erases:
             self._mark_erased(chan, result)
         result.applied += 1
 
@@ -322,7 +305,7 @@ class Applier:
             result.deleted += 1
             return
         before = old.message(event.channel)
-        reactions = _reacted(before.reactions, event.name, event.user, added=event.added)
+        reactions = reacted(before.reactions, event.name, event.user, added=event.added)
         if reactions == before.reactions:
             result.known += 1
             return
@@ -416,35 +399,3 @@ class Applier:
 
 def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _reacted(
-    reactions: tuple[Reaction, ...], name: str, user: str, *, added: bool
-) -> tuple[Reaction, ...]:
-    """``reactions`` after ``user`` added or removed ``name`` (counted once per user; a user the
-    platform did not list may still take one off, as the channel history does)."""
-    out = list(reactions)
-    for index, reaction in enumerate(out):
-        if reaction.name != name:
-            continue
-        if added:
-            if user in reaction.users:
-                return reactions
-            out[index] = reaction.model_copy(
-                update={"count": reaction.count + 1, "users": (*reaction.users, user)}
-            )
-            return tuple(out)
-        if user in reaction.users:
-            users = tuple(u for u in reaction.users if u != user)
-        elif reaction.count > len(reaction.users):
-            users = reaction.users
-        else:
-            return reactions
-        if reaction.count <= 1:
-            del out[index]
-        else:
-            out[index] = reaction.model_copy(update={"count": reaction.count - 1, "users": users})
-        return tuple(out)
-    if added:
-        out.append(Reaction(name=name, count=1, users=(user,)))
-    return tuple(out)

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import psycopg
 from chanctx.cache import ts_key
-from chanctx.cache.channel_store._apply import _reacted, _thread_rank
 from chanctx.cache.channel_store._pg_schema import TS_CONFIG
 from chanctx.cache.channel_store._records import (
     ChannelForgotten,
@@ -43,6 +42,7 @@ from chanctx.cache.channel_store._rows import (
     row_from_message,
     version_of,
 )
+from chanctx.cache.channel_store._rules import posted_over, reacted
 from chanctx.context import Message
 from psycopg.rows import TupleRow
 
@@ -259,28 +259,15 @@ class PgApplier:
             self._write(chan, message)
             result.applied += 1
             return
-        if old.deleted:
-            result.deleted += 1
+        posted = posted_over(message, old)
+        if posted.message is None:
+            if posted.outcome == "deleted":
+                result.deleted += 1
+            else:
+                result.known += 1
             return
-        if version_of(message.edited_ts) < old.version:
-            result.known += 1  # an older copy: the edit seen already stays
-            return
-        before = old.message(message.channel)
-        if not message.is_reply and _thread_rank(before) > _thread_rank(message):
-            # An event copy of a root carries no thread counters: keep the ones stored.
-            message = message.model_copy(
-                update={
-                    "reply_count": before.reply_count,
-                    "latest_reply": before.latest_reply,
-                    "reply_users": before.reply_users,
-                    "thread_ts": before.thread_ts or message.thread_ts,
-                }
-            )
-        if message == before:
-            result.known += 1
-            return
-        self._write(chan, message)
-        if message.text != before.text or message.files != before.files:
+        self._write(chan, posted.message)
+        if posted.erases:
             result.erased = True
         result.applied += 1
 
@@ -349,7 +336,7 @@ class PgApplier:
             result.deleted += 1
             return
         before = old.message(event.channel)
-        reactions = _reacted(before.reactions, event.name, event.user, added=event.added)
+        reactions = reacted(before.reactions, event.name, event.user, added=event.added)
         if reactions == before.reactions:
             result.known += 1
             return

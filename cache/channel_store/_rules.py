@@ -1,0 +1,97 @@
+"""The rules a stored message follows whichever backend holds it: what a posted copy does to
+the stored one, thread counters kept from the copy that knows more, a reaction counted once per
+person. One place, so the SQLite and PostgreSQL stores cannot drift apart on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from chanctx.cache import ts_key
+from chanctx.cache.channel_store._rows import version_of
+from chanctx.context import Message, Reaction
+
+__all__ = ["Posted", "StoredRow", "posted_over", "reacted", "thread_rank"]
+
+
+class StoredRow(Protocol):
+    """A stored message as both backends read it back."""
+
+    @property
+    def version(self) -> int: ...
+
+    @property
+    def deleted(self) -> int | bool: ...
+
+    def message(self, channel: str) -> Message: ...
+
+
+@dataclass(frozen=True)
+class Posted:
+    """What a posted copy does to the stored row: nothing (``deleted``: a tombstone holds the
+    key; ``known``: the store already has this or newer), or ``write`` the merged message,
+    which ``erases`` old text when its text or files changed."""
+
+    outcome: Literal["deleted", "known", "write"]
+    message: Message | None = None
+    erases: bool = False
+
+
+def posted_over(message: Message, old: StoredRow) -> Posted:
+    if old.deleted:
+        return Posted("deleted")
+    if version_of(message.edited_ts) < old.version:
+        return Posted("known")  # an older copy: the edit seen already stays
+    before = old.message(message.channel)
+    if not message.is_reply and thread_rank(before) > thread_rank(message):
+        # An event copy of a root carries no thread counters: keep the ones stored.
+        message = message.model_copy(
+            update={
+                "reply_count": before.reply_count,
+                "latest_reply": before.latest_reply,
+                "reply_users": before.reply_users,
+                "thread_ts": before.thread_ts or message.thread_ts,
+            }
+        )
+    if message == before:
+        return Posted("known")
+    erases = message.text != before.text or message.files != before.files
+    return Posted("write", message, erases)
+
+
+def thread_rank(message: Message) -> tuple[int, int]:
+    latest = -1 if message.latest_reply is None else ts_key(message.latest_reply)
+    return latest, message.reply_count
+
+
+def reacted(
+    reactions: tuple[Reaction, ...], name: str, user: str, *, added: bool
+) -> tuple[Reaction, ...]:
+    """``reactions`` after ``user`` added or removed ``name`` (counted once per user; a user the
+    platform did not list may still take one off, as the channel history does)."""
+    out = list(reactions)
+    for index, reaction in enumerate(out):
+        if reaction.name != name:
+            continue
+        if added:
+            if user in reaction.users:
+                return reactions
+            out[index] = reaction.model_copy(
+                update={"count": reaction.count + 1, "users": (*reaction.users, user)}
+            )
+            return tuple(out)
+        if user in reaction.users:
+            users = tuple(u for u in reaction.users if u != user)
+        elif reaction.count > len(reaction.users):
+            users = reaction.users
+        else:
+            return reactions
+        if reaction.count <= 1:
+            del out[index]
+        else:
+            out[index] = reaction.model_copy(update={"count": reaction.count - 1, "users": users})
+        return tuple(out)
+    if added:
+        out.append(Reaction(name=name, count=1, users=(user,)))
+    return tuple(out)
