@@ -1,0 +1,100 @@
+"""The bot's admin route: ``POST /admin/forget``, what ``chanctx forget`` calls while the bot
+runs (the bot holds the channel store's writer lock, so the command cannot open it itself).
+
+Authentication is a bearer token the bot draws at start and writes, with its address, to
+``admin.json`` in the data dir, readable by its owner only (``bot/launch/admin_file.py``):
+whoever can read the data dir can read every message anyway. No token answers 401, a wrong one
+403, a bad body 400; never a 5xx for what a client sends.
+
+The erase pass of a big channel holds the store's writer for seconds (docs/store.md, "Known
+limits"), so the request waits at most ``wait`` seconds: past that it answers 202 with the
+counts planned and ``pending`` true, and the erasure finishes in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Final
+
+from chanctx.bot.core.forget_request import ForgetAnswer, ForgetRequest
+from chanctx.bot.core.forgetting import Erasure
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+__all__ = ["ADMIN_FORGET", "admin_routes"]
+
+logger = logging.getLogger("chanctx.admin")
+ADMIN_FORGET: Final = "/admin/forget"
+_MAX_BODY: Final = 4096
+
+
+def _refuse(status: int, message: str) -> Response:
+    return JSONResponse({"ok": False, "error": message}, status_code=status)
+
+
+def admin_routes(
+    token: str,
+    *,
+    plan: Callable[[ForgetRequest], Erasure],
+    run: Callable[[Erasure], ForgetAnswer],
+    wait: float = 10.0,
+) -> list[BaseRoute]:
+    """``plan`` reads what a request erases; ``run`` erases it (store, caches, files)."""
+    expected = f"Bearer {token}".encode()
+
+    async def forget(request: Request) -> Response:
+        given = request.headers.get("authorization")
+        if not given:
+            return _refuse(401, "missing Authorization: Bearer <token from admin.json>")
+        if not hmac.compare_digest(given.encode(), expected):
+            return _refuse(403, "wrong admin token")
+        body = await request.body()
+        if len(body) > _MAX_BODY:
+            return _refuse(413, f"body larger than {_MAX_BODY} bytes")
+        try:
+            asked = ForgetRequest.model_validate(json.loads(body or b"null"))
+        except (ValueError, ValidationError) as error:
+            return _refuse(400, f"bad forget request: {_reason(error)}")
+        try:
+            planned = await run_in_threadpool(plan, asked)
+        except OSError as error:
+            return _refuse(503, f"channel store unavailable: {error}")
+        done: dict[str, ForgetAnswer] = {}
+        failed: list[BaseException] = []
+
+        def erase() -> None:
+            try:
+                done["answer"] = run(planned)
+            except (OSError, ValueError) as error:
+                failed.append(error)
+                logger.warning("forget %s failed: %s", asked.describe(), error)
+
+        worker = threading.Thread(target=erase, name="chanctx-forget", daemon=True)
+        worker.start()
+        await asyncio.to_thread(worker.join, wait)
+        if failed:
+            return _refuse(503, f"could not erase: {failed[0]}")
+        if "answer" in done:
+            logger.info("forgot %s: %s", asked.describe(), done["answer"].model_dump_json())
+            return JSONResponse(done["answer"].model_dump(), status_code=200)
+        answer = planned.answer()
+        answer.pending = True
+        return JSONResponse(answer.model_dump(), status_code=202)
+
+    return [Route(ADMIN_FORGET, forget, methods=["POST"])]
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return f"{where}: {first['msg']}" if where else str(first["msg"])
+    return str(error)[:200]
