@@ -152,11 +152,10 @@ def test_forget_while_running_and_while_stopped(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_retention_purges_a_running_bots_store_without_a_restart(tmp_path: Path) -> None:
-    """`--retention-days 1` with `--purge-interval 1`: a message stored a few seconds inside
+    """`--retention-days 1` with `--purge-interval 1`: a message stored 15 seconds inside
     the retention period leaves every file of the data dir once it ages past it."""
     data = tmp_path / "data"
     aging = b"ember-falcon-2291"
-    stamp = f"{int(time.time()) - 86_400 + 5}.000100"  # 5 s short of a day old
     with FakeSlackAPI(copy.deepcopy(STATE)) as slack, FakeAnthropicAPI() as claude:
         bot = BotProcess(
             data,
@@ -166,7 +165,9 @@ def test_retention_purges_a_running_bots_store_without_a_restart(tmp_path: Path)
         )
         bot.start(timeout=300)
         try:
-            fresh = message(f"{int(time.time())}.000200", "the terrace is booked", user="U2")
+            now = int(time.time())
+            fresh = message(f"{now}.000200", "the terrace is booked", user="U2")
+            stamp = f"{now - 86_400 + 15}.000100"  # 15 s short of a day old
             old = message(stamp, f"the door code is {aging.decode()}", user="U1")
             for event in (fresh, old):
                 assert post_signed(bot.url, envelope(event)) == 200
