@@ -186,6 +186,10 @@ class RedactingStore(OpenStore):
         if texts and self.on_erased is not None:
             self.on_erased(texts)
 
+    def write_planned(self, events: Sequence[StoreEvent]) -> None:
+        """A ``forget`` whose texts were read by its plan (which redacts them itself)."""
+        super().write(events)
+
     def _leaving(self, events: Sequence[StoreEvent]) -> list[str]:
         """The stored texts these events take away (read before they are written)."""
         texts: list[str] = []
@@ -232,7 +236,10 @@ class Forgetting:
     def run(self, plan: Erasure) -> ForgetAnswer:
         """Write the plan's events (the erase pass runs with them), drop the messages from
         the caches, redact the data dir's files; what was erased."""
-        self.opened.write(plan.events)
+        if isinstance(self.opened, RedactingStore):
+            self.opened.write_planned(plan.events)
+        else:
+            self.opened.write(plan.events)
         for (team, channel), ts in plan.dropped.items():
             self.drop_cached(team, channel, ts)
         count = self.redact(plan.texts)
