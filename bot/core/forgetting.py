@@ -234,15 +234,20 @@ class Forgetting:
         return plan_erasure(self.opened.store, request)
 
     def run(self, plan: Erasure) -> ForgetAnswer:
-        """Write the plan's events (the erase pass runs with them), drop the messages from
-        the caches, redact the data dir's files; what was erased."""
+        """Redact the data dir's files, write the plan's events (the erase pass runs with
+        them), drop the messages from the caches, redact again; what was erased.
+
+        Files first: a kill -9 before the store write leaves the texts in the store, so the
+        same ``forget`` run again finds them and finishes; the second pass catches a quote an
+        answer wrote meanwhile."""
+        count = self.redact(plan.texts)
         if isinstance(self.opened, RedactingStore):
             self.opened.write_planned(plan.events)
         else:
             self.opened.write(plan.events)
         for (team, channel), ts in plan.dropped.items():
             self.drop_cached(team, channel, ts)
-        count = self.redact(plan.texts)
+        count.add(self.redact(plan.texts))
         answer = plan.answer()
         answer.files, answer.lines = count.files, count.lines
         return answer

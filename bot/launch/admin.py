@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -20,7 +20,9 @@ from chanctx.bot.claude.session import ClaudeResponder
 from chanctx.bot.core.channel_record import OpenStore
 from chanctx.bot.core.forgetting import Forgetting, Redactable, RedactingStore
 from chanctx.bot.core.runtime import Runtime
+from chanctx.bot.events.workspaces import Workspaces
 from chanctx.manifest_store import PLAYBOOK_DIR, LocalPlaybookStore, SessionStore, TurnJournal
+from chanctx.manifest_store.redaction import RedactionCount, Redactor
 from chanctx.manifest_store.turns.local import FILE_NAME as TURNS_FILE
 from pydantic import BaseModel
 
@@ -28,9 +30,11 @@ __all__ = [
     "ADMIN_FILE",
     "AdminFile",
     "forgetting_for",
+    "forgetting_for_teams",
     "read_admin_file",
     "remove_admin_file",
     "write_admin_file",
+    "writers_of",
 ]
 
 ADMIN_FILE: Final = "admin.json"
@@ -79,9 +83,9 @@ def read_admin_file(data_dir: Path) -> AdminFile:
     return AdminFile.model_validate(json.loads((data_dir / ADMIN_FILE).read_text()))
 
 
-def forgetting_for(runtime: Runtime, channels: OpenStore, data_dir: Path) -> Forgetting:
-    """What a forget reaches in this process: the store (through its committer), the
-    engine's caches, and the files of the data dir (each writer redacts its own)."""
+def writers_of(runtime: Runtime, data_dir: Path) -> tuple[list[Redactable], Callable[[Path], bool]]:
+    """The running writers of ``data_dir`` that redact their own files, and which files those
+    are (the tree walk must leave them to their owner)."""
     owners: list[Redactable] = []
     held_files: set[str] = set(_HELD)
     held_dirs: set[str] = set()
@@ -100,16 +104,75 @@ def forgetting_for(runtime: Runtime, channels: OpenStore, data_dir: Path) -> For
     root = data_dir.resolve()
 
     def held(path: Path) -> bool:
-        parts = path.resolve().relative_to(root).parts
+        try:
+            parts = path.resolve().relative_to(root).parts
+        except ValueError:  # not under this runtime's folder
+            return False
         return (len(parts) == 1 and parts[0] in held_files) or (
             len(parts) > 1 and parts[0] in held_dirs
         )
+
+    return owners, held
+
+
+def forgetting_for(runtime: Runtime, channels: OpenStore, data_dir: Path) -> Forgetting:
+    """What a forget reaches in this process: the store (through its committer), the
+    engine's caches, and the files of the data dir (each writer redacts its own)."""
+    owners, held = writers_of(runtime, data_dir)
 
     def drop_cached(team: str, channel: str, ts: Sequence[str]) -> None:
         if team == runtime.team_id:
             runtime.engine.drop_cached(channel, ts)
 
-    forgetting = Forgetting(channels, data_dir, drop_cached=drop_cached, owners=owners, held=held)
-    if isinstance(channels, RedactingStore):
-        channels.on_erased = forgetting.redact_later
+    return _wired(Forgetting(channels, data_dir, drop_cached=drop_cached, owners=owners, held=held))
+
+
+class _Teams:
+    """Every workspace running in an ``--oauth`` process, as one writer of the data dir."""
+
+    def __init__(self, workspaces: Workspaces) -> None:
+        self.workspaces = workspaces
+
+    def _writers(self) -> list[tuple[list[Redactable], Callable[[Path], bool]]]:
+        found = []
+        for team in self.workspaces.teams():
+            runtime = self.workspaces.runtime_for(team)
+            if runtime is not None:
+                found.append(writers_of(runtime, self.workspaces.team_dir(team)))
+        return found
+
+    def redact(self, redactor: Redactor) -> RedactionCount:
+        count = RedactionCount()
+        for owners, _ in self._writers():
+            for owner in owners:
+                done = owner.redact(redactor)
+                if isinstance(done, RedactionCount):
+                    count.add(done)
+        return count
+
+    def held(self, path: Path) -> bool:
+        return any(held(path) for _, held in self._writers())
+
+    def drop_cached(self, team: str, channel: str, ts: Sequence[str]) -> None:
+        if team in self.workspaces.teams():
+            runtime = self.workspaces.runtime_for(team)
+            if runtime is not None:
+                runtime.engine.drop_cached(channel, ts)
+
+
+def forgetting_for_teams(workspaces: Workspaces, channels: OpenStore, data_dir: Path) -> Forgetting:
+    """``forgetting_for`` of an ``--oauth`` process: every running workspace's caches and
+    files (each under ``teams/<team>/``), one store."""
+    teams = _Teams(workspaces)
+    return _wired(
+        Forgetting(
+            channels, data_dir, drop_cached=teams.drop_cached, owners=[teams], held=teams.held
+        )
+    )
+
+
+def _wired(forgetting: Forgetting) -> Forgetting:
+    """Live deletions and edits redact through ``forgetting`` too."""
+    if isinstance(forgetting.opened, RedactingStore):
+        forgetting.opened.on_erased = forgetting.redact_later
     return forgetting

@@ -102,12 +102,14 @@ def _forget(data_dir: Path, request: ForgetRequest, timeout: float) -> ForgetAns
         raise ForgetFailed(str(error)) from None
     try:
         plan = plan_erasure(store, request)
+        # Files first: killed before the store write, the texts are still in the store and
+        # the same command run again finishes the job.
+        count = redact_data_dir(data_dir, plan.texts)
         store.write(plan.events)  # the erase pass runs before this returns
     except OSError as error:
         raise ForgetFailed(f"the channel store refused the erasure: {error}") from None
     finally:
         store.close()
-    count = redact_data_dir(data_dir, plan.texts)
     answer = plan.answer()
     answer.files, answer.lines = count.files, count.lines
     return answer

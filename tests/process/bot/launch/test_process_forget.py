@@ -115,7 +115,9 @@ def test_forget_while_running_and_while_stopped(tmp_path: Path) -> None:
             ask(slack, bot, 82, "what is the alarm code?")
             # The test means something only if the secrets were quoted outside the store.
             for needle in (BY_USER, BY_LINK, OFFLINE):
-                assert any(h.startswith("sessions/") for h in holders(data, needle)), needle
+                held = holders(data, needle)
+                print(f"\n{needle.decode()} before: in {held}")
+                assert any(h.startswith("sessions/") for h in held), needle
                 assert needle.decode() in tool_results(claude, 0)
             assert BY_USER.decode() in query(base, "vpn shared secret")
 
@@ -148,6 +150,8 @@ def test_forget_while_running_and_while_stopped(tmp_path: Path) -> None:
     for needle in (BY_USER, BY_LINK, OFFLINE):
         assert holders(data, needle) == [], (needle, holders(data, needle))
     assert holders(data, KEPT), "the rest of the channel is kept"
+    files = sorted(str(p.relative_to(data)) for p in data.rglob("*") if p.is_file())
+    print(f"grepped {len(files)} files of the data dir after: {files}")
 
 
 @pytest.mark.slow
