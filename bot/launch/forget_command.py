@@ -69,6 +69,10 @@ def run_forget(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     data_dir = args.data_dir or Path(env.get("CHANCTX_DATA_DIR") or ".chanctx")
     try:
         request = _request(args)
+        if not args.timeout > 0:
+            raise ForgetFailed(
+                f"--timeout must be a positive number of seconds, got {args.timeout}"
+            )
         if not (data_dir / DB_NAME).exists():
             raise ForgetFailed(f"no channel store in {data_dir} ({DB_NAME}); nothing to erase")
         answer = _forget(data_dir, request, args.timeout)

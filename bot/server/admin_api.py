@@ -17,15 +17,17 @@ import asyncio
 import hmac
 import json
 import logging
+import sqlite3
 import threading
 from collections.abc import Callable
 from typing import Final
 
 from chanctx.bot.core.forget_request import ForgetAnswer, ForgetRequest
 from chanctx.bot.core.forgetting import Erasure
+from chanctx.bot.server.bodies import BodyTooLarge, read_body
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
@@ -34,6 +36,7 @@ __all__ = ["ADMIN_FORGET", "admin_routes"]
 logger = logging.getLogger("chanctx.admin")
 ADMIN_FORGET: Final = "/admin/forget"
 _MAX_BODY: Final = 4096
+_BODY_SECONDS: Final = 10.0
 
 
 def _refuse(status: int, message: str) -> Response:
@@ -56,16 +59,23 @@ def admin_routes(
             return _refuse(401, "missing Authorization: Bearer <token from admin.json>")
         if not hmac.compare_digest(given.encode(), expected):
             return _refuse(403, "wrong admin token")
-        body = await request.body()
-        if len(body) > _MAX_BODY:
+        try:
+            body = await asyncio.wait_for(read_body(request, _MAX_BODY), timeout=_BODY_SECONDS)
+        except BodyTooLarge:
             return _refuse(413, f"body larger than {_MAX_BODY} bytes")
+        except ValueError as error:
+            return _refuse(400, f"Content-Length is not a number: {error}")
+        except TimeoutError:
+            return _refuse(408, f"body not received within {_BODY_SECONDS:g} s")
+        except ClientDisconnect:
+            return _refuse(400, "client disconnected")
         try:
             asked = ForgetRequest.model_validate(json.loads(body or b"null"))
         except (ValueError, ValidationError) as error:
             return _refuse(400, f"bad forget request: {_reason(error)}")
         try:
             planned = await run_in_threadpool(plan, asked)
-        except OSError as error:
+        except (OSError, sqlite3.Error) as error:
             return _refuse(503, f"channel store unavailable: {error}")
         done: dict[str, ForgetAnswer] = {}
         failed: list[BaseException] = []
@@ -73,7 +83,7 @@ def admin_routes(
         def erase() -> None:
             try:
                 done["answer"] = run(planned)
-            except (OSError, ValueError) as error:
+            except Exception as error:  # the thread's boundary: logged, and answered 503
                 failed.append(error)
                 logger.warning("forget %s failed: %s", asked.describe(), error)
 

@@ -103,6 +103,7 @@ def test_an_unknown_channel_erases_nothing_and_says_so(
         (["--message", "C0123:yesterday"], "C0123:yesterday"),
         (["--channel", "general"], "general"),
         (["--user", "u-9"], "u-9"),
+        (["--user", "U9", "--timeout", "0"], "--timeout"),
     ],
 )
 def test_bad_input_is_one_line_naming_it(
