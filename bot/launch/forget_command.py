@@ -80,7 +80,7 @@ def run_forget(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         print(f"chanctx forget: {error}", file=sys.stderr)
         return 2
     print(shown(request, answer))
-    return 0 if answer.teams else 1
+    return 0 if answer.teams or answer.pending else 1
 
 
 def _request(args: argparse.Namespace) -> ForgetRequest:
@@ -158,6 +158,11 @@ def _error_of(body: bytes) -> str:
 
 def shown(request: ForgetRequest, answer: ForgetAnswer) -> str:
     """One line: what was erased, where, and what is still under way."""
+    if answer.pending and not answer.teams:
+        return (
+            f"{request.describe()}: accepted; the bot is still reading what it covers and "
+            "erases it in the background (its log says what was erased)"
+        )
     if not answer.teams:
         return f"{request.describe()}: not in the channel store; 0 messages erased"
     channels = (

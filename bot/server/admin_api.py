@@ -17,7 +17,6 @@ import asyncio
 import hmac
 import json
 import logging
-import sqlite3
 import threading
 from collections.abc import Callable
 from typing import Final
@@ -26,7 +25,6 @@ from chanctx.bot.core.forget_request import ForgetAnswer, ForgetRequest
 from chanctx.bot.core.forgetting import Erasure
 from chanctx.bot.server.bodies import BodyTooLarge, read_body
 from pydantic import ValidationError
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -73,33 +71,51 @@ def admin_routes(
             asked = ForgetRequest.model_validate(json.loads(body or b"null"))
         except (ValueError, ValidationError) as error:
             return _refuse(400, f"bad forget request: {_reason(error)}")
-        try:
-            planned = await run_in_threadpool(plan, asked)
-        except (OSError, sqlite3.Error) as error:
-            return _refuse(503, f"channel store unavailable: {error}")
-        done: dict[str, ForgetAnswer] = {}
-        failed: list[BaseException] = []
-
-        def erase() -> None:
-            try:
-                done["answer"] = run(planned)
-            except Exception as error:  # the thread's boundary: logged, and answered 503
-                failed.append(error)
-                logger.warning("forget %s failed: %s", asked.describe(), error)
-
-        worker = threading.Thread(target=erase, name="chanctx-forget", daemon=True)
+        job = _Job(asked, plan, run)
+        worker = threading.Thread(target=job.work, name="chanctx-forget", daemon=True)
         worker.start()
         await asyncio.to_thread(worker.join, wait)
-        if failed:
-            return _refuse(503, f"could not erase: {failed[0]}")
-        if "answer" in done:
-            logger.info("forgot %s: %s", asked.describe(), done["answer"].model_dump_json())
-            return JSONResponse(done["answer"].model_dump(), status_code=200)
-        answer = planned.answer()
-        answer.pending = True
-        return JSONResponse(answer.model_dump(), status_code=202)
+        return job.response()
 
     return [Route(ADMIN_FORGET, forget, methods=["POST"])]
+
+
+class _Job:
+    """One forget, planned and run on its own thread: the request waits for it only so long.
+
+    Planning reads what the request covers (every message of a person's channels: minutes in a
+    store of millions), the run holds the store's writer for the erase pass; either may outlast
+    the request, which then answers 202 with what is known, and the job goes on."""
+
+    def __init__(
+        self,
+        asked: ForgetRequest,
+        plan: Callable[[ForgetRequest], Erasure],
+        run: Callable[[Erasure], ForgetAnswer],
+    ) -> None:
+        self.asked, self._plan, self._run = asked, plan, run
+        self.planned: Erasure | None = None
+        self.answer: ForgetAnswer | None = None
+        self.failed: str | None = None
+
+    def work(self) -> None:
+        try:
+            self.planned = self._plan(self.asked)
+            self.answer = self._run(self.planned)
+        except Exception as error:  # the thread's boundary: logged, and answered 503
+            self.failed = f"{type(error).__name__}: {error}"
+            logger.warning("forget %s failed: %s", self.asked.describe(), self.failed)
+            return
+        logger.info("forgot %s: %s", self.asked.describe(), self.answer.model_dump_json())
+
+    def response(self) -> Response:
+        if self.failed is not None:
+            return _refuse(503, f"could not erase: {self.failed}")
+        if self.answer is not None:
+            return JSONResponse(self.answer.model_dump(), status_code=200)
+        answer = self.planned.answer() if self.planned is not None else ForgetAnswer()
+        answer.pending = True
+        return JSONResponse(answer.model_dump(), status_code=202)
 
 
 def _reason(error: Exception) -> str:

@@ -20,7 +20,7 @@ import pytest
 from chanctx.bot.cli import main
 from chanctx.bot.core.channel_record import ChannelRecord
 from chanctx.bot.core.engine import ContextEngine
-from chanctx.bot.core.forget_request import ForgetAnswer
+from chanctx.bot.core.forget_request import ForgetAnswer, ForgetRequest
 from chanctx.bot.core.forgetting import Erasure, Forgetting, RedactingStore
 from chanctx.bot.launch.admin import ADMIN_FILE, read_admin_file, write_admin_file
 from chanctx.bot.server import BackgroundServer
@@ -189,6 +189,30 @@ def test_a_slow_erasure_answers_202_and_finishes_after(bot: RunningBot) -> None:
             body = ForgetAnswer.model_validate_json(answer.read())
         assert (body.messages, body.pending, body.teams) == (1, True, [TEAM])
         gate.set()
+        deadline = time.monotonic() + 60
+        while bot.engine.message(CHANNEL, ts(2)) is not None:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+
+
+def test_a_slow_plan_is_accepted_and_the_command_says_so(
+    bot: RunningBot, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Reading what a person wrote across a big store outlasts the request: 202, no counts."""
+    gate = threading.Event()
+
+    def slow_plan(request: ForgetRequest) -> Erasure:
+        gate.wait(timeout=60)
+        return bot.forgetting.plan(request)
+
+    port = free_port()
+    admin = write_admin_file(bot.data, "127.0.0.1", port)
+    routes = admin_routes(admin.token, plan=slow_plan, run=bot.forgetting.run, wait=0)
+    with BackgroundServer(Starlette(routes=routes), port=port):
+        assert main(["forget", "--user", "U9", "--data-dir", str(bot.data)]) == 0
+        gate.set()
+        out = capsys.readouterr().out
+        assert out.startswith("user U9: accepted; the bot is still reading"), out
         deadline = time.monotonic() + 60
         while bot.engine.message(CHANNEL, ts(2)) is not None:
             assert time.monotonic() < deadline
