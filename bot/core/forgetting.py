@@ -21,10 +21,11 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from chanctx.bot.core.channel_record import OpenStore
 from chanctx.bot.core.forget_request import ForgetAnswer, ForgetRequest
@@ -41,6 +42,7 @@ from chanctx.manifest_store.redaction import RedactionCount, Redactor, redact_tr
 __all__ = [
     "STORE_FILES",
     "Erasure",
+    "Expiring",
     "Forgetting",
     "Redactable",
     "RedactingStore",
@@ -59,6 +61,13 @@ class Redactable(Protocol):
     """A running writer of files in the data dir that can redact them under its own lock."""
 
     def redact(self, redactor: Redactor) -> object: ...
+
+
+@runtime_checkable
+class Expiring(Protocol):
+    """A writer whose files ``--retention-days`` ages out (the session logs)."""
+
+    def expire(self, before: float) -> int: ...
 
 
 @dataclass
@@ -229,6 +238,7 @@ class Forgetting:
         self._lock = threading.Lock()  # one redaction of the files at a time
         self._queue: queue.SimpleQueue[list[str] | None] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
+        self._stop = threading.Event()
 
     def plan(self, request: ForgetRequest) -> Erasure:
         return plan_erasure(self.opened.store, request)
@@ -256,6 +266,29 @@ class Forgetting:
         with self._lock:
             return redact_data_dir(self.data_dir, texts, owners=self.owners, held=self.held)
 
+    def expire(self, retention_days: int, *, now: float | None = None) -> int:
+        """Delete the session logs nobody wrote to within the retention period; how many."""
+        before = (time.time() if now is None else now) - retention_days * 86_400
+        with self._lock:
+            return sum(o.expire(before) for o in self.owners if isinstance(o, Expiring))
+
+    def start_expiry(self, retention_days: int, every: float) -> None:
+        """At start and every ``every`` s, on a daemon thread that ``close`` stops."""
+
+        def run() -> None:
+            while True:
+                try:
+                    gone = self.expire(retention_days)
+                except OSError as error:
+                    logger.warning("session logs past the retention period kept: %s", error)
+                    gone = 0
+                if gone:
+                    logger.info("%d session logs past the retention period deleted", gone)
+                if self._stop.wait(every):
+                    return
+
+        threading.Thread(target=run, name="chanctx-expiry", daemon=True).start()
+
     def redact_later(self, texts: list[str]) -> None:
         """From the ack path: queued for the background redactor."""
         if self._worker is None:
@@ -264,6 +297,7 @@ class Forgetting:
         self._queue.put(texts)
 
     def close(self) -> None:
+        self._stop.set()
         if self._worker is not None:
             self._queue.put(None)
             self._worker.join(timeout=30)

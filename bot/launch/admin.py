@@ -18,9 +18,10 @@ from typing import Final
 
 from chanctx.bot.claude.session import ClaudeResponder
 from chanctx.bot.core.channel_record import OpenStore
-from chanctx.bot.core.forgetting import Forgetting, Redactable, RedactingStore
+from chanctx.bot.core.forgetting import Expiring, Forgetting, Redactable, RedactingStore
 from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.events.workspaces import Workspaces
+from chanctx.bot.launch.options import Options
 from chanctx.manifest_store import PLAYBOOK_DIR, LocalPlaybookStore, SessionStore, TurnJournal
 from chanctx.manifest_store.redaction import RedactionCount, Redactor
 from chanctx.manifest_store.turns.local import FILE_NAME as TURNS_FILE
@@ -29,6 +30,7 @@ from pydantic import BaseModel
 __all__ = [
     "ADMIN_FILE",
     "AdminFile",
+    "expire_sessions",
     "forgetting_for",
     "forgetting_for_teams",
     "read_admin_file",
@@ -153,6 +155,14 @@ class _Teams:
     def held(self, path: Path) -> bool:
         return any(held(path) for _, held in self._writers())
 
+    def expire(self, before: float) -> int:
+        return sum(
+            owner.expire(before)
+            for owners, _ in self._writers()
+            for owner in owners
+            if isinstance(owner, Expiring)
+        )
+
     def drop_cached(self, team: str, channel: str, ts: Sequence[str]) -> None:
         if team in self.workspaces.teams():
             runtime = self.workspaces.runtime_for(team)
@@ -176,3 +186,10 @@ def _wired(forgetting: Forgetting) -> Forgetting:
     if isinstance(forgetting.opened, RedactingStore):
         forgetting.opened.on_erased = forgetting.redact_later
     return forgetting
+
+
+def expire_sessions(forgetting: Forgetting, options: Options) -> None:
+    """With ``--retention-days``: session logs idle that long go, at start and every
+    ``--purge-interval``, as the store's purge takes the messages they quote."""
+    if options.retention_days is not None:
+        forgetting.start_expiry(options.retention_days, options.purge_interval)

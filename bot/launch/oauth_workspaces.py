@@ -22,6 +22,7 @@ from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.events.app import build_oauth_app
 from chanctx.bot.events.workspaces import Workspaces
 from chanctx.bot.launch.admin import (
+    expire_sessions,
     forgetting_for_teams,
     remove_admin_file,
     write_admin_file,
@@ -165,6 +166,7 @@ def serve_oauth(
 def _serve_teams(settings: RunSettings, store: InstallationStore, channels: OpenStore) -> App:
     workspaces = build_workspaces(settings, store, channels=channels)
     forgetting = forgetting_for_teams(workspaces, channels, settings.data_dir)
+    expire_sessions(forgetting, settings.options)
     admin = write_admin_file(settings.data_dir, settings.host, settings.port)
     app = build_oauth_app(
         workspaces,

@@ -18,7 +18,12 @@ from chanctx.bot.core.recipe_runner import RecipeRunner, load_recipe
 from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.core.turns import NullResponder, Responder
 from chanctx.bot.events.app import build_app
-from chanctx.bot.launch.admin import forgetting_for, remove_admin_file, write_admin_file
+from chanctx.bot.launch.admin import (
+    expire_sessions,
+    forgetting_for,
+    remove_admin_file,
+    write_admin_file,
+)
 from chanctx.bot.launch.allocator import limit_arenas
 from chanctx.bot.launch.channel_store import readiness
 from chanctx.bot.launch.options import Options, SettingsError, context_settings, session_settings
@@ -225,6 +230,8 @@ def serve(
 
     threading.Thread(target=recover, name="chanctx-recover", daemon=True).start()
     forgetting = forgetting_for(runtime, channels, settings.data_dir) if channels else None
+    if forgetting is not None:
+        expire_sessions(forgetting, settings.options)
     admin = None
     try:
         if settings.mode == "http":

@@ -250,6 +250,19 @@ class SessionStore:
             count.add(self.open(key).redact(redactor))
         return count
 
+    def expire(self, before: float) -> int:
+        """Delete every session log last written before ``before`` (epoch seconds): what
+        ``--retention-days`` allows it to quote is older still. How many went."""
+        gone = 0
+        for key in self.keys():
+            try:
+                written = (self._dir / key.file_name).stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if written < before and self.forget(key):
+                gone += 1
+        return gone
+
     def keys(self) -> list[SessionKey]:
         """Every session on disk, sorted: what a restarted bot resumes."""
         if not self._dir.is_dir():

@@ -5,6 +5,7 @@ working on the new file afterwards, and a restart reads the redacted state."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from chanctx.context.playbook import Delta
@@ -77,3 +78,15 @@ def test_the_playbook_is_redacted_and_reloaded(tmp_path: Path) -> None:
         assert len(again.bullets("C1")) == 3
     finally:
         again.close()
+
+
+def test_session_logs_idle_past_the_retention_period_go(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    old, recent = (
+        SessionKey(team="T1", channel="C1", thread_ts=f"170000000{n}.000100") for n in (1, 2)
+    )
+    for key in (old, recent):
+        store.open(key).append(MessageEntry(at=1.0, role="user", content=SECRET, turn=1))
+    os.utime(store.directory / old.file_name, (1_000_000.0, 1_000_000.0))
+    assert store.expire(before=2_000_000.0) == 1
+    assert store.keys() == [recent]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from chanctx.bot.core.forget_request import ForgetRequest, parse_link
-from chanctx.bot.core.forgetting import RedactingStore, plan_erasure
+from chanctx.bot.core.forgetting import Forgetting, RedactingStore, plan_erasure
 from chanctx.cache.channel_store import (
     ChannelForgotten,
     MessageDeleted,
@@ -17,6 +17,7 @@ from chanctx.cache.channel_store import (
     UserNamed,
 )
 from chanctx.context import Message
+from chanctx.manifest_store import MessageEntry, SessionKey, SessionStore
 
 
 def posted(team: str, channel: str, ts: str, text: str, user: str) -> MessagePosted:
@@ -75,3 +76,19 @@ def test_links() -> None:
         "1700000000.000100",
     )
     assert parse_link(" C123:1700000000.000100 ") == ("C123", "1700000000.000100")
+
+
+def test_retention_expires_idle_session_logs(tmp_path: Path) -> None:
+    sessions = SessionStore(tmp_path)
+    key = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000100")
+    sessions.open(key).append(MessageEntry(at=1.0, role="user", content="old question", turn=1))
+    opened = RedactingStore(SqliteChannelStore(tmp_path))
+    forgetting = Forgetting(opened, tmp_path, drop_cached=lambda *_: None, owners=[sessions])
+    try:
+        written = (sessions.directory / key.file_name).stat().st_mtime
+        assert forgetting.expire(30, now=written + 29 * 86_400) == 0
+        assert forgetting.expire(30, now=written + 31 * 86_400) == 1
+        assert sessions.keys() == []
+    finally:
+        forgetting.close()
+        opened.close()
