@@ -1,4 +1,5 @@
-"""The ``chanctx`` command line: replay, run, record, fakes, playbook, import, store, query.
+"""The ``chanctx`` command line: replay, run, record, fakes, playbook, import, store, query,
+forget.
 
 Every setting is a flag and an environment variable (``chanctx.bot.launch.options``); secrets
 come from the environment only. A bad setting is one line on stderr naming it, and exit status 2.
@@ -107,6 +108,9 @@ def parser() -> argparse.ArgumentParser:
     from chanctx.bot.launch.query_command import add_query_parser
 
     add_query_parser(commands)
+    from chanctx.bot.launch.forget_command import add_forget_parser
+
+    add_forget_parser(commands)
 
     fakes = commands.add_parser(
         "fakes",
@@ -338,6 +342,10 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             from chanctx.bot.launch.query_command import run_query_command
 
             return run_query_command(args, env)
+        if command == "forget":
+            from chanctx.bot.launch.forget_command import run_forget
+
+            return run_forget(args, env)
         return _serve(args, options, env)
     except BrokenPipeError:
         # The reader went away (`| head`): not an error worth a traceback.

@@ -118,15 +118,18 @@ class OpenStore:
         except (OSError, sqlite3.Error) as error:
             logger.warning("channel store maintenance postponed: %s", error)
 
-    def start_maintenance(self, every: float = 3_600.0) -> threading.Event:
-        """A daemon thread: purge once a day, enforce the size bound every ``every`` s; set the
-        returned event to stop it."""
+    def start_maintenance(
+        self, every: float = 3_600.0, *, purge_every: float = 86_400.0
+    ) -> threading.Event:
+        """A daemon thread: purge at start and every ``purge_every`` s, enforce the size bound
+        every ``every`` s; set the returned event to stop it."""
         stop = threading.Event()
+        every = min(every, purge_every)
 
         def run() -> None:
             last_purge = 0.0
             while not stop.is_set():
-                due = time.monotonic() - last_purge >= 86_400 or last_purge == 0.0
+                due = time.monotonic() - last_purge >= purge_every or last_purge == 0.0
                 if due:
                     last_purge = time.monotonic()
                 self.maintain(purge=due)

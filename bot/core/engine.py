@@ -138,6 +138,12 @@ class ContextEngine(ThreadFilling):
                 self._deleted[(channel, message.ts)] = True
             self._warm.discard(channel)
 
+    def drop_cached(self, channel: str, ts: Sequence[str]) -> None:
+        """Messages the store erased already (``chanctx forget``): out of every cache."""
+        with self._lock:
+            for one in ts:
+                self._apply(Delete(channel, one))
+
     # -- what other replicas learned from Slack (the change stream) ------------------------
 
     def _tell_name(self, kind: str, key: str, name: str) -> None:

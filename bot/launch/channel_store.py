@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from chanctx.bot.core.channel_record import OpenStore
+from chanctx.bot.core.forgetting import RedactingStore
 from chanctx.bot.launch.options import Options
 from chanctx.cache.channel_store import SqliteChannelStore
 
@@ -20,12 +21,14 @@ _GB = 1_000_000_000
 
 def open_channel_store(data_dir: Path, options: Options, *, maintain: bool = True) -> OpenStore:
     """The store in ``data_dir`` with ``--retention-days`` and ``--store-gb`` applied; with
-    ``maintain``, a daily purge and an hourly size check run in the background."""
+    ``maintain``, a purge at start and every ``--purge-interval`` (daily) and an hourly size
+    check run in the background. The old text of a deleted or edited message is redacted from
+    the data dir's files once the bot wires its writers (``RedactingStore.on_erased``)."""
     store = SqliteChannelStore(data_dir, retention_days=options.retention_days)
     max_bytes = int(options.store_gb * _GB) if options.store_gb is not None else None
-    opened = OpenStore(store, max_bytes=max_bytes)
+    opened = RedactingStore(store, max_bytes=max_bytes)
     if maintain and (options.retention_days is not None or max_bytes is not None):
-        opened.start_maintenance()
+        opened.start_maintenance(purge_every=options.purge_interval)
     return opened
 
 

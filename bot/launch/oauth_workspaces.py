@@ -21,12 +21,19 @@ from chanctx.bot.core.channel_record import OpenStore
 from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.events.app import build_oauth_app
 from chanctx.bot.events.workspaces import Workspaces
+from chanctx.bot.launch.admin import (
+    expire_sessions,
+    forgetting_for_teams,
+    remove_admin_file,
+    write_admin_file,
+)
 from chanctx.bot.launch.allocator import limit_arenas
 from chanctx.bot.launch.channel_store import open_channel_store, readiness
 from chanctx.bot.launch.one_workspace import api_routes, build_runtime, load_api_keys
 from chanctx.bot.launch.options import SettingsError
 from chanctx.bot.launch.settings import SLACK_API, RunSettings
 from chanctx.bot.server import build_asgi_app, run_server
+from chanctx.bot.server.admin_api import admin_routes
 from chanctx.bot.server.api_access import ApiKeys
 from chanctx.bot.server.team_api import TeamApi
 from chanctx.bot.slack.scopes import BOT_SCOPES
@@ -158,12 +165,16 @@ def serve_oauth(
 
 def _serve_teams(settings: RunSettings, store: InstallationStore, channels: OpenStore) -> App:
     workspaces = build_workspaces(settings, store, channels=channels)
+    forgetting = forgetting_for_teams(workspaces, channels, settings.data_dir)
+    expire_sessions(forgetting, settings.options)
+    admin = write_admin_file(settings.data_dir, settings.host, settings.port)
     app = build_oauth_app(
         workspaces,
         oauth_settings=oauth_settings(settings, store),
         client=WebClient(base_url=settings.slack_api_url),
         signing_secret=settings.signing_secret,
     )
+    forget_route = admin_routes(admin.token, plan=forgetting.plan, run=forgetting.run)
     started = threading.Event()
     asgi = with_team_api(  # a bad keys file stops the start here, before any team is resumed
         build_asgi_app(
@@ -171,7 +182,7 @@ def _serve_teams(settings: RunSettings, store: InstallationStore, channels: Open
             signing_secret=settings.signing_secret,
             ready=lambda: started.is_set() and channels.problem is None,
             status=lambda: readiness(channels),
-            extra_routes=oauth_routes(app),
+            extra_routes=[*oauth_routes(app), *forget_route],
         ),
         settings,
         workspaces,
@@ -191,6 +202,8 @@ def _serve_teams(settings: RunSettings, store: InstallationStore, channels: Open
         )  # fmt: skip
         run_server(asgi, settings.host, settings.port)
     finally:
+        remove_admin_file(settings.data_dir, admin)
+        forgetting.close()
         if not workspaces.close():
             logger.warning("exiting with answers in flight; the next start finishes them")
             logging.shutdown()

@@ -18,6 +18,12 @@ from chanctx.bot.core.recipe_runner import RecipeRunner, load_recipe
 from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.core.turns import NullResponder, Responder
 from chanctx.bot.events.app import build_app
+from chanctx.bot.launch.admin import (
+    expire_sessions,
+    forgetting_for,
+    remove_admin_file,
+    write_admin_file,
+)
 from chanctx.bot.launch.allocator import limit_arenas
 from chanctx.bot.launch.channel_store import readiness
 from chanctx.bot.launch.options import Options, SettingsError, context_settings, session_settings
@@ -27,6 +33,7 @@ from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks
 from chanctx.bot.playbooks.curators import ClaudeCurator, Curator, OfflineCurator
 from chanctx.bot.replicas.replicas import Replicas
 from chanctx.bot.server import build_asgi_app, run_server
+from chanctx.bot.server.admin_api import admin_routes
 from chanctx.bot.server.api_access import ApiKeys
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.bot.slack.media import MediaFetcher
@@ -222,14 +229,22 @@ def serve(
             recovered.set()
 
     threading.Thread(target=recover, name="chanctx-recover", daemon=True).start()
+    forgetting = forgetting_for(runtime, channels, settings.data_dir) if channels else None
+    if forgetting is not None:
+        expire_sessions(forgetting, settings.options)
+    admin = None
     try:
         if settings.mode == "http":
+            routes = _api_routes(runtime, settings)
+            if forgetting is not None:  # `chanctx forget` while the bot runs
+                admin = write_admin_file(settings.data_dir, settings.host, settings.port)
+                routes += admin_routes(admin.token, plan=forgetting.plan, run=forgetting.run)
             asgi = build_asgi_app(
                 app,
                 signing_secret=settings.signing_secret,
                 ready=ready,
                 status=status,
-                extra_routes=_api_routes(runtime, settings),
+                extra_routes=routes,
             )
             logger.info(
                 "serving the Events API at http://%s:%d/slack/events", settings.host, settings.port
@@ -240,6 +255,10 @@ def serve(
 
             GuardedSocketModeHandler(app, settings.app_token).start()  # type: ignore[no-untyped-call]
     finally:
+        if admin is not None:
+            remove_admin_file(settings.data_dir, admin)
+        if forgetting is not None:
+            forgetting.close()
         if not stop_answering(runtime):
             # Answers still running hold non-daemon threads Python would wait for; their
             # turns are in the journal, so leave now (within 10 s of SIGTERM) and let the next

@@ -34,7 +34,9 @@ __all__ = [
     "session_settings",
 ]
 
-Command = Literal["run", "record", "replay", "fakes", "playbook", "import", "store", "query"]
+Command = Literal[
+    "run", "record", "replay", "fakes", "playbook", "import", "store", "query", "forget"
+]
 SERVING: frozenset[Command] = frozenset({"run", "record"})
 ALL: frozenset[Command] = frozenset({"run", "record", "replay"})
 
@@ -60,6 +62,7 @@ class Options(BaseModel):
     history_mb: int = 1024
     retention_days: int | None = None  # None: keep every message
     store_gb: float | None = None  # None: no bound but the disk
+    purge_interval: float = 86_400.0  # retention's purge: daily (shorter only for tests)
     attach_media: bool = False
     overflow: Literal["queue", "degrade"] = "queue"
     log_format: Literal["text", "json"] = "text"
@@ -122,6 +125,13 @@ def _gigabytes(text: str) -> float:
 def _seconds(text: str) -> float:
     value = float(text)
     if not 0 < value < 86_400:
+        raise ValueError
+    return value
+
+
+def _interval(text: str) -> float:
+    value = float(text)
+    if not 1 <= value <= 86_400:
         raise ValueError
     return value
 
@@ -257,6 +267,12 @@ SETTINGS: tuple[Setting, ...] = (
         "store_gb", "--store-gb", "CHANCTX_STORE_GB", _gigabytes, "a positive number of GB",
         "disk the channel store may use; past it the oldest messages are erased (logged)",
         commands=SERVING, shown_default="none (the disk)",
+    ),
+    Setting(
+        "purge_interval", "--purge-interval", "CHANCTX_PURGE_INTERVAL", _interval,
+        "seconds from 1 to 86400",
+        "how often --retention-days erases what is past it (and at start)",
+        commands=SERVING, shown_default="86400 s (daily)",
     ),
     Setting(
         "attach_media", "--attach-media", "CHANCTX_ATTACH_MEDIA", _switch, "1 or 0",

@@ -29,6 +29,7 @@ from typing import Any, Final, TextIO
 
 from chanctx.context.playbook import Bullet, Delta, Playbook, Similarity
 from chanctx.manifest_store.jsonl import line_of, rewrite_atomically
+from chanctx.manifest_store.redaction import RedactionCount, Redactor, redact_file
 from pydantic import ValidationError
 
 __all__ = ["MAX_ACTIVE", "MAX_KEPT", "PLAYBOOK_DIR", "LocalPlaybookStore"]
@@ -176,6 +177,31 @@ class LocalPlaybookStore:
                 self._write(held, {"kind": "drop", "id": bullet_id})
             self._write_changed(held, before)
         self._changed(channel)
+
+    def redact(self, redactor: Redactor) -> RedactionCount:
+        """Erased Slack text out of every channel's file (atomically), then its state is
+        loaded again from the file, so no copy in memory writes it back."""
+        count = RedactionCount()
+        if self.root is None or not redactor or not self.root.is_dir():
+            return count
+        for path in sorted(self.root.glob("*.jsonl")):
+            if not _CHANNEL.match(path.stem):
+                continue
+            held = self._open(path.stem)
+            with self._exclusive(held):
+                if held.handle is not None:
+                    held.handle.close()
+                    held.handle = None
+                found = redact_file(path, redactor)
+                if found.lines:
+                    held.playbook = self.new_playbook()
+                    held.uses.clear()
+                    held.routes.clear()
+                    held.voted.clear()
+                    held.lines = 0
+                    self._load(held)
+                count.add(found)
+        return count
 
     def close(self) -> None:
         with self._guard:

@@ -27,6 +27,7 @@ from typing import BinaryIO
 
 from chanctx.manifest_store._entries import Entry, parse_entry
 from chanctx.manifest_store._keys import SUFFIX, SessionKey
+from chanctx.manifest_store.redaction import RedactionCount, Redactor, redact_file
 from pydantic import ValidationError
 
 __all__ = ["SessionLog", "SessionStore"]
@@ -93,14 +94,18 @@ class SessionLog:
         # Size of the file right after our own last fsynced append: a file still that size
         # needs no tail check (the common case), anything else gets one.
         self._clean_size: int | None = None
+        self._redacted = False  # erased Slack text replaced since the session was read
 
     @property
     def path(self) -> Path:
         return self._path
 
     def changed_elsewhere(self) -> bool:
-        """Never: one process per data directory (replicas share Redis instead)."""
-        return False
+        """True once after :meth:`redact` rewrote the file, so the session in memory is read
+        again from it; no other process writes here (replicas share Redis instead)."""
+        with self._lock:
+            changed, self._redacted = self._redacted, False
+            return changed
 
     def append(self, entry: Entry) -> None:
         line = entry.model_dump_json().encode() + b"\n"
@@ -118,6 +123,16 @@ class SessionLog:
                 self._clean_size = file.tell()
             if created:
                 _fsync_dir(self._path.parent)
+
+    def redact(self, redactor: Redactor) -> RedactionCount:
+        """Replace erased Slack text in this log (and its torn tail), atomically, between
+        two appends."""
+        with self._lock:
+            count = redact_file(self._path, redactor)
+            count.add(redact_file(self._path.with_name(self._path.name + ".torn"), redactor))
+            self._clean_size = None  # the next append checks the new file's tail
+            self._redacted = self._redacted or count.lines > 0
+        return count
 
     def entries(self) -> list[Entry]:
         with self._lock:
@@ -227,6 +242,26 @@ class SessionStore:
         if found:
             _fsync_dir(self._dir)
         return found
+
+    def redact(self, redactor: Redactor) -> RedactionCount:
+        """Replace erased Slack text in every session log on disk."""
+        count = RedactionCount()
+        for key in self.keys():
+            count.add(self.open(key).redact(redactor))
+        return count
+
+    def expire(self, before: float) -> int:
+        """Delete every session log last written before ``before`` (epoch seconds): what
+        ``--retention-days`` allows it to quote is older still. How many went."""
+        gone = 0
+        for key in self.keys():
+            try:
+                written = (self._dir / key.file_name).stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if written < before and self.forget(key):
+                gone += 1
+        return gone
 
     def keys(self) -> list[SessionKey]:
         """Every session on disk, sorted: what a restarted bot resumes."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from chanctx.manifest_store.jsonl import line_of, rewrite_atomically
+from chanctx.manifest_store.redaction import Redactor
 from chanctx.manifest_store.turns.base import OutboxEntry, PendingTurn
 
 __all__ = ["TurnJournal"]
@@ -187,6 +188,22 @@ class TurnJournal:
             self._reopen()  # a failed line must not sit in the buffer and land later
             raise
         self._lines += 1
+
+    def redact(self, redactor: Redactor) -> int:
+        """Erased Slack text out of the pending turns (the question, a written answer) and
+        out of the file, which is rewritten to what is live (atomically); the turns changed."""
+        if not redactor:
+            return 0
+        with self._lock:
+            changed = 0
+            for turn in self._turns.values():
+                payload = redactor.value(turn.payload)
+                parts = redactor.value(turn.parts) if turn.parts is not None else None
+                if payload != turn.payload or parts != turn.parts:
+                    turn.payload, turn.parts = payload, parts
+                    changed += 1
+            self._rewrite()  # done turns keep only their ids: no text survives the rewrite
+            return changed
 
     def _reopen(self) -> None:
         assert self.path is not None and self._handle is not None
