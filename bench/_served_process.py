@@ -145,7 +145,9 @@ def _send(port: int, bodies: Sequence[bytes], refused: list[int], bar: Any) -> N
     connection.close()
 
 
-def ingest(root: Path, bodies: Sequence[bytes], senders: int, label: str) -> tuple[float, int]:
+def ingest(
+    root: Path, bodies: Sequence[bytes], senders: int, label: str
+) -> tuple[float, int, float]:
     """Deliver every body to a fresh bot whose data dir is under ``root``; (events a second,
     messages stored afterwards)."""
     channels = [channel_id(900_000 + n) for n in range(1_000)]
@@ -153,7 +155,7 @@ def ingest(root: Path, bodies: Sequence[bytes], senders: int, label: str) -> tup
     data.mkdir(parents=True)
     with FakeSlackAPI(slack_state(channels)) as slack, FakeAnthropicAPI() as claude:
         bot = BotProcess(data, slack.url, claude.url)
-        start_bot(bot, bot.url.removesuffix("/slack/events"))
+        empty_start, _ = start_bot(bot, bot.url.removesuffix("/slack/events"))
         print(f"ingest {label}: sending {len(bodies):,} events", flush=True)
         refused: list[int] = []
         try:
@@ -179,4 +181,4 @@ def ingest(root: Path, bodies: Sequence[bytes], senders: int, label: str) -> tup
         stored = reader.stats().messages
     finally:
         reader.close()
-    return len(bodies) / took, stored
+    return len(bodies) / took, stored, empty_start
