@@ -2,8 +2,8 @@
 RssAnon at several stored counts, bytes on disk, restart-to-ready, and search through the
 running process against the in-memory index and a plain FTS5 ``bm25()`` query, in one run.
 
-    python -m bench.store_served                 # about ten minutes on 2 shared cores
-    python -m bench.store_served --messages 1500000 --channels 100 --largest 1000000
+    python -m bench store_served     # 1.5M messages, 100 channels: 25 minutes on 2 loaded cores
+    python -m bench.store_served --messages 10000000 --channels 1000 --largest 1000000
 
 The workspace is the one ``bench.store`` plans (one channel of ``--largest`` messages, one of
 100,000 and one of 10,000 when they fit, the rest spread evenly) and its synthetic chat. It is
@@ -220,9 +220,9 @@ def latencies(
 
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.store_served")
-    parser.add_argument("--messages", type=int, default=150_000, help="in the whole workspace")
-    parser.add_argument("--channels", type=int, default=12)
-    parser.add_argument("--largest", type=int, default=100_000, help="the biggest channel")
+    parser.add_argument("--messages", type=int, default=1_500_000, help="in the whole workspace")
+    parser.add_argument("--channels", type=int, default=100)
+    parser.add_argument("--largest", type=int, default=1_000_000, help="the biggest channel")
     parser.add_argument("--events", type=int, default=20_000, help="signed events for ingest")
     parser.add_argument("--senders", type=int, default=8)
     parser.add_argument("--queries", type=int, default=50, help="intents per channel size")
@@ -400,12 +400,20 @@ def served_finding(
     size, big = searches[-1]
     if big["served_p50"] > 0.010:
         missed.append(f"served p50 {big['served_p50'] * 1e3:.0f} ms at {size:,} (target 10 ms)")
-    reached = (
+    text = (
         "Targets not reached in this run: " + "; ".join(missed) + "."
         if missed
-        else ("Every target was reached in this run.")
+        else "Every target was reached in this run."
     )
-    return reached
+    if not last.finds_oldest:
+        text += (
+            f" The served column is therefore a search over the newest "
+            f"{Options().history_per_channel:,} messages of each channel, not over the channel: "
+            "beyond that size its ratios compare unlike work, and RssAnon stays flat because "
+            "nothing older is held. Once the running bot searches everything stored, rerunning "
+            "the command above measures that."
+        )
+    return text
 
 
 if __name__ == "__main__":
