@@ -43,6 +43,7 @@ from chanctx.context import FileRef, Message, Names
 from chanctx.tools import ChannelTools, HistoryView, IndexedHistory, Ranking, read_context_output
 from chanctx.tools._ranking import ORIGINAL
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
+from tqdm import tqdm
 
 from bench._data import benchdata
 from bench._locomo_replay import MAX_RESULTS as REAL_MAX_RESULTS
@@ -305,7 +306,8 @@ def overall(scored: Sequence[Scored], k: int, half: str | None = None) -> float:
 
 def measure_tool(channels: Sequence[Channel], ranking: Ranking) -> list[Scored]:
     out: list[Scored] = []
-    for position, channel in enumerate(channels):
+    shown = tqdm(channels, desc="tool path", unit="conversation", disable=None, leave=False)
+    for position, channel in enumerate(shown):
         tools = channel.tools(ranking)
         for question in channel.conversation.questions:
             ranked = tool_ranking(tools, channel, question.text)
@@ -327,7 +329,8 @@ def measure_real_path(conversations: Sequence[Conversation]) -> RealPath:
     channel_context answered with, in order."""
     out = RealPath([], [], [], 0, [])
     held = 0
-    for position, conversation in enumerate(conversations):
+    shown = tqdm(conversations, desc="real path", unit="conversation", disable=None)
+    for position, conversation in enumerate(shown):
         turns = [
             {"ts": t.ts, "user": conversation.user_id(t.speaker), "text": t.text,
              "caption": t.caption}
@@ -357,7 +360,7 @@ def measure_real_path(conversations: Sequence[Conversation]) -> RealPath:
 
 def measure_baseline(channels: Sequence[Channel]) -> list[Scored]:
     out: list[Scored] = []
-    for position, channel in enumerate(channels):
+    for position, channel in enumerate(tqdm(channels, desc="BM25 baseline", disable=None)):
         baseline = Bm25Baseline(channel.conversation)
         for question in channel.conversation.questions:
             ranked = baseline.rank(question.text)

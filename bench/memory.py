@@ -184,8 +184,8 @@ def _envelope(event: dict[str, Any], number: int) -> dict[str, Any]:
     }
 
 
-def _send_all(port: int, envelopes: Iterable[dict[str, Any]]) -> None:
-    """POST each envelope, signed, over one keep-alive connection."""
+def _send_all(port: int, envelopes: Iterable[dict[str, Any]], bar: Any = None) -> None:
+    """POST each envelope, signed, over one keep-alive connection (``bar``: a progress bar)."""
     from slack_sdk.signature import SignatureVerifier
 
     from bench._process import SECRET
@@ -205,6 +205,8 @@ def _send_all(port: int, envelopes: Iterable[dict[str, Any]]) -> None:
         response.read()
         if response.status != 200:
             raise RuntimeError(f"delivery answered {response.status}")
+        if bar is not None:
+            bar.update(1)
     connection.close()
 
 
@@ -243,9 +245,12 @@ def real_process(channels: int, per_channel: int, senders: int = 4) -> dict[str,
                     ):
                         yield _envelope(event, channel * 10**6 + n)
 
+            from tqdm import tqdm
+
+            bar = tqdm(total=channels * per_channel, desc="events sent", unit="event", disable=None)
             started = time.perf_counter()
             threads = [
-                threading.Thread(target=_send_all, args=(bot.port, sender(first)))
+                threading.Thread(target=_send_all, args=(bot.port, sender(first), bar))
                 for first in range(senders)
             ]
             for thread in threads:
@@ -253,6 +258,7 @@ def real_process(channels: int, per_channel: int, senders: int = 4) -> dict[str,
             for thread in threads:
                 thread.join()
             sent = time.perf_counter() - started
+            bar.close()
             asked = 0
             number = channels * 10**6
             for channel in range(channels):  # a mention per channel: its search builds the index
@@ -363,6 +369,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.child:
         _child(*args.child)
         return 0
+    print(f"in process: {args.channels} channels x {args.per_channel:,} ...", flush=True)
     full = in_process(args.channels, args.per_channel)
     print("in process:", full, flush=True)
     process = real_process(args.process_channels, args.per_channel)

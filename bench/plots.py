@@ -7,7 +7,9 @@ is missing is named in the output and its picture is left out; the others are st
 - recall by LoCoMo question category, chanctx's real path against BM25 and DRAGON;
 - search latency against channel size, the tool call against the full-scan baseline;
 - memory against answered mentions and against stored messages;
-- mentions a second with one process, one and two Redis replicas.
+- mentions a second with one process, one and two Redis replicas;
+- a real ``chanctx run --http`` on the channel store: RssAnon against the messages it has
+  stored, and search latency against channel size (served, in-memory index, FTS5 bm25()).
 """
 
 from __future__ import annotations
@@ -134,6 +136,73 @@ def _throughput(found: dict[str, str]) -> Figure:
     return figure
 
 
+STORE_SERVED = "Channel store served"
+
+
+def _table_with(section: str, column: str) -> Table:
+    """The first table of ``section`` with a header cell ``column``."""
+    for table in tables(section):
+        if column in table.header:
+            return table
+    raise ValueError(f"no table with a {column!r} column in the {STORE_SERVED!r} section")
+
+
+def store_memory_points(section: str) -> dict[str, list[tuple[float, float]]]:
+    """From "Channel store served": messages stored -> RssAnon (MiB), once ready and after the
+    first searches, one point per restart."""
+    table = _table_with(section, "RssAnon ready")
+    stored = table.column("messages stored")
+    series = {"once ready": "RssAnon ready", "after the first searches": "after first searches"}
+    return {
+        label: [(number(r[stored]), number(r[table.column(column)])) for r in table.rows]
+        for label, column in series.items()
+    }
+
+
+def store_latency_points(section: str) -> dict[str, list[tuple[float, float]]]:
+    """From "Channel store served": channel size -> p50 (ms) of each way of searching it (a cell
+    reads "p50 / p95")."""
+    table = _table_with(section, "served / FTS5")
+    size = table.column("channel size")
+    series = {
+        "served by chanctx run --http": "served",
+        "in-memory index, whole channel": "in-memory",
+        "SQLite FTS5 bm25()": "FTS5 bm25()",
+    }
+    return {
+        label: [(number(r[size]), number(r[table.column(column)])) for r in table.rows]
+        for label, column in series.items()
+    }
+
+
+def _store_memory(found: dict[str, str]) -> Figure:
+    figure, ax = plt.subplots(figsize=(6.5, 4))
+    for label, points in store_memory_points(found[STORE_SERVED]).items():
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+    ax.axhline(400 * 10**6 / 2**20, color="grey", linestyle="--", label="target (400 MB)")
+    ax.set_xscale("log")
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("messages stored")
+    ax.set_ylabel("RssAnon (MiB)")
+    ax.set_title("chanctx run --http: memory against stored messages")
+    ax.legend(fontsize=8)
+    return figure
+
+
+def _store_latency(found: dict[str, str]) -> Figure:
+    figure, ax = plt.subplots(figsize=(6.5, 4))
+    for label, points in store_latency_points(found[STORE_SERVED]).items():
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+    ax.axhline(10, color="grey", linestyle="--", label="target at 1M (10 ms)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("messages in the channel")
+    ax.set_ylabel("p50 latency (ms)")
+    ax.set_title("Search through the channel store against channel size")
+    ax.legend(fontsize=8)
+    return figure
+
+
 DRAWINGS: dict[str, tuple[str, tuple[str, ...], Callable[[dict[str, str]], Figure]]] = {
     "recall.png": (
         "Recall by LoCoMo question category",
@@ -154,6 +223,16 @@ DRAWINGS: dict[str, tuple[str, tuple[str, ...], Callable[[dict[str, str]], Figur
         "Throughput with one and two replicas",
         ("Scale-out on Redis",),
         _throughput,
+    ),
+    "store_memory.png": (
+        "Memory against stored messages (channel store, real process)",
+        (STORE_SERVED,),
+        _store_memory,
+    ),
+    "store_search_latency.png": (
+        "Search latency against channel size (channel store, real process)",
+        (STORE_SERVED,),
+        _store_latency,
     ),
 }
 

@@ -34,6 +34,7 @@ from chanctx.bot.replay.fake_slack import FakeSlackAPI
 from chanctx.bot.replicas.feed import ChangeFeed
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.bot.stores.redis_link import RedisLink
+from tqdm import tqdm
 
 from bench._process import BotProcess, free_port, post_signed
 from bench._results import write_section
@@ -141,10 +142,16 @@ def run(
 
         started = time.monotonic()
         try:
-            with ThreadPoolExecutor(senders) as pool:
+            desc = f"{label}, Claude {claude_ms} ms: answered"
+            with (
+                ThreadPoolExecutor(senders) as pool,
+                tqdm(total=mentions, desc=desc, disable=None) as bar,
+            ):
                 list(pool.map(send, range(mentions)))
-            while _answered(slack) < mentions:
-                time.sleep(0.05)
+                while (answered := _answered(slack)) < mentions:
+                    bar.update(answered - bar.n)
+                    time.sleep(0.05)
+                bar.update(mentions - bar.n)
             seconds = time.monotonic() - started
             used = _redis_used(redis_url)
         finally:

@@ -343,9 +343,9 @@ and truncated): **{erase:.2f} s**.
 Not run here (the machine's 2 cores are shared): the full fill of issue 26 (`--messages
 10000000 --channels 1000 --largest 1000000`: about {10_000_000 / (total / seconds) / 60:.0f}
 minutes of fill at this rate, and about {10_000_000 * on_disk / total / 1e9:.1f} GB on disk);
-the parts that need the store wired into a real `chanctx run --http` (ingest over HTTP with
-durability on, RssAnon, restart-to-ready of the process, `channel_context` served from the
-store, LoCoMo through the store).
+the parts that need a real `chanctx run --http` (ingest over HTTP with durability on,
+RssAnon, restart-to-ready of the process, search served from the store) are in "Channel store
+served" (`python -m bench store_served`).
 """
 
 

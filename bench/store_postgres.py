@@ -37,6 +37,7 @@ from chanctx.context import Message, Names
 from chanctx.tools._index import ChannelIndex
 from chanctx.tools._keywords import keywords
 from chanctx.tools._search import search
+from tqdm import tqdm
 
 from bench._results import write_section
 from bench.search_speed import Corpus
@@ -53,7 +54,8 @@ def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
 
 def _fill(store: SqliteChannelStore | PostgresChannelStore, batches: list[list[Message]]) -> float:
     took = 0.0
-    for batch in batches:
+    name = type(store).__name__
+    for batch in tqdm(batches, desc=f"fill {name}", unit="batch", disable=None, leave=False):
         events = [MessagePosted(TEAM, m) for m in batch]
         started = time.perf_counter()
         store.write(events)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-__all__ = ["Recorder", "redact"]
+from tqdm import tqdm
+
+__all__ = ["Progress", "Recorder", "redact"]
 
 REDACTED = "REDACTED"
 # Slack tokens (bot, user, app-level, refresh, config) wherever they appear in text.
@@ -37,15 +40,41 @@ def redact(value: Any) -> Any:
     return value
 
 
+class Progress:
+    """How many events are recorded so far: a live counter on a terminal; elsewhere (a log
+    file, a service) one plain line every ``every`` events and one when recording ends."""
+
+    def __init__(self, stream: TextIO | None = None, every: int = 1_000) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.every = every
+        self._bar = (
+            tqdm(desc="recorded", unit=" events", file=self.stream, leave=False)
+            if self.stream.isatty()
+            else None
+        )
+
+    def recorded(self, count: int) -> None:
+        if self._bar is not None:
+            self._bar.update(1)
+        elif count % self.every == 0:
+            print(f"recorded {count:,} events so far", file=self.stream, flush=True)
+
+    def done(self, count: int, where: Path) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        print(f"recorded {count:,} events into {where}", file=self.stream, flush=True)
+
+
 class Recorder:
     """Appends each Events API envelope to ``OUT/events.jsonl`` (flushed and fsynced)."""
 
-    def __init__(self, out_dir: str | Path) -> None:
+    def __init__(self, out_dir: str | Path, progress: Progress | None = None) -> None:
         self.out = Path(out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         self._events = (self.out / "events.jsonl").open("a", encoding="utf-8")
         self._lock = threading.Lock()
         self.count = 0
+        self.progress = progress if progress is not None else Progress()
 
     def write_state(self, state: dict[str, Any]) -> None:
         path = self.out / "slack_api.json"
@@ -61,8 +90,12 @@ class Recorder:
                 self._events.flush()
                 os.fsync(self._events.fileno())
                 self.count += 1
+                self.progress.recorded(self.count)
         next()
 
     def close(self) -> None:
         with self._lock:
+            if self._events.closed:
+                return
             self._events.close()
+            self.progress.done(self.count, self.out / "events.jsonl")

@@ -1,0 +1,184 @@
+"""The pieces of ``bench.store_served`` that talk to a real ``chanctx run --http``: the fake
+Slack's state, readiness, the query API, RssAnon, and signed events delivered over keep-alive
+connections."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
+from chanctx.bot.replay.fake_slack import FakeSlackAPI
+from chanctx.cache.channel_store import SqliteChannelStore
+from slack_sdk.signature import SignatureVerifier
+from tqdm import tqdm
+
+from bench._process import SECRET, BotProcess
+from bench.search_speed import Corpus
+from bench.store import TEAM, FastCorpus, channel_id
+
+BOT_USER, BOT_ID = "U0STOREBOT", "B0STOREBOT"
+KEY = "store-served-bench-reader"
+
+
+def rss_anon(pid: int) -> int:
+    """Anonymous resident memory of ``pid`` in bytes (the heap: no mapped files, no page cache)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no RssAnon for process {pid}")
+
+
+def slack_state(channels: Sequence[str]) -> dict[str, Any]:
+    users = Corpus(0).users
+    return {
+        "auth": {"team_id": TEAM, "user_id": BOT_USER, "bot_id": BOT_ID, "user": "chanctx"},
+        "channels": {c: {"id": c, "name": f"eng-{c[-5:].lower()}"} for c in channels},
+        "users": {
+            u: {"id": u, "name": n, "profile": {"display_name": n}} for u, n in users.items()
+        },
+        "history": {},
+    }
+
+
+def ready_status(base: str) -> int:
+    try:
+        with urllib.request.urlopen(base + "/readyz", timeout=5) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return 0
+
+
+def query(base: str, channel: str, text: str) -> float:
+    """One ``channel_context``-shaped question through the query API; seconds it took."""
+    return ask(base, channel, text)[0]
+
+
+def ask(base: str, channel: str, text: str) -> tuple[float, bytes]:
+    """One question through the query API; (seconds it took, the answer's body)."""
+    body = {"query": text, "channel": channel, "format": "json", "type_filters": ["message"]}
+    request = urllib.request.Request(
+        base + "/api/context/query",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"},
+        method="POST",
+    )
+    started = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=900) as answer:
+        found = answer.read()
+        if answer.status != 200:
+            raise RuntimeError(f"the query API answered {answer.status}")
+    return time.perf_counter() - started, found
+
+
+def start_bot(bot: BotProcess, base: str) -> tuple[float, float]:
+    """(Re)start the bot; seconds from spawn to ``/readyz`` 200, and from the port opening
+    to it (the first is mostly the interpreter importing, the second the start's own work)."""
+    spawned = time.perf_counter()
+    bot.start(timeout=900)
+    listening = time.perf_counter()
+    while ready_status(base) != 200:
+        if time.perf_counter() - spawned > 900:
+            raise RuntimeError(f"not ready in 900 s: {bot.log_tail()}")
+        time.sleep(0.02)
+    ready = time.perf_counter()
+    return ready - spawned, ready - listening
+
+
+# -- ingest over HTTP --------------------------------------------------------------------------
+
+
+def ingest_bodies(count: int, channels: int) -> list[bytes]:
+    """``count`` message event envelopes over ``channels`` channels, serialised."""
+    bodies: list[bytes] = []
+    per = -(-count // channels)
+    for number in range(channels):
+        channel = channel_id(900_000 + number)
+        for batch in FastCorpus(seed=1_000 + number).messages(
+            channel, min(per, count - len(bodies))
+        ):
+            for message in batch:
+                event = {
+                    "type": "message", "channel": channel, "channel_type": "channel",
+                    "user": message.user_id, "text": message.text, "ts": message.ts,
+                    "event_ts": message.ts,
+                    **({"thread_ts": message.thread_ts} if message.thread_ts else {}),
+                }  # fmt: skip
+                envelope = {
+                    "type": "event_callback", "team_id": TEAM, "api_app_id": "A0STOREBENCH",
+                    "event": event, "event_id": f"EvSTORE{len(bodies):010d}",
+                    "event_time": int(float(message.ts)),
+                    "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}],
+                }  # fmt: skip
+                bodies.append(json.dumps(envelope).encode())
+        if len(bodies) >= count:
+            break
+    return bodies
+
+
+def _send(port: int, bodies: Sequence[bytes], refused: list[int], bar: Any) -> None:
+    verifier = SignatureVerifier(SECRET)
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    for body in bodies:
+        stamp = str(int(time.time()))
+        signature = verifier.generate_signature(timestamp=stamp, body=body.decode())
+        headers = {
+            "Content-Type": "application/json",
+            "X-Slack-Request-Timestamp": stamp,
+            "X-Slack-Signature": str(signature),
+        }
+        connection.request("POST", "/slack/events", body=body, headers=headers)
+        response = connection.getresponse()
+        response.read()
+        if response.status != 200:
+            refused.append(response.status)
+        bar.update(1)
+    connection.close()
+
+
+def ingest(
+    root: Path, bodies: Sequence[bytes], senders: int, label: str
+) -> tuple[float, int, float]:
+    """Deliver every body to a fresh bot whose data dir is under ``root``; (events a second,
+    messages stored afterwards)."""
+    channels = [channel_id(900_000 + n) for n in range(1_000)]
+    data = root / "data"
+    data.mkdir(parents=True)
+    with FakeSlackAPI(slack_state(channels)) as slack, FakeAnthropicAPI() as claude:
+        bot = BotProcess(data, slack.url, claude.url)
+        empty_start, _ = start_bot(bot, bot.url.removesuffix("/slack/events"))
+        print(f"ingest {label}: sending {len(bodies):,} events", flush=True)
+        refused: list[int] = []
+        try:
+            with tqdm(total=len(bodies), unit="event", desc=f"ingest {label}", disable=None) as bar:
+                started = time.perf_counter()
+                threads = [
+                    threading.Thread(
+                        target=_send, args=(bot.port, bodies[first::senders], refused, bar)
+                    )
+                    for first in range(senders)
+                ]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+                took = time.perf_counter() - started
+        finally:
+            bot.stop()
+    if refused:
+        raise RuntimeError(f"{len(refused)} events refused ({refused[:5]}) on {label}")
+    reader = SqliteChannelStore(data, read_only=True)
+    try:
+        stored = reader.stats().messages
+    finally:
+        reader.close()
+    return len(bodies) / took, stored, empty_start
