@@ -605,7 +605,7 @@ def main(argv: Sequence[str] = ()) -> None:
         path = benchdata(args[args.index("--data") + 1]) / "locomo" / "locomo10.json"
     conversations, defects = load(path)
     if "--from-store" in args:
-        from bench._locomo_store import from_store  # it uses this module's measures
+        from bench.locomo_store import from_store  # it uses this module's measures
 
         from_store(conversations, write="--no-write" not in args, started=started)
         return

@@ -116,6 +116,7 @@ class ContextEngine(ThreadFilling):
                 max_bytes=self.history.max_bytes,
                 held=self._held_messages,
                 names=lambda: self.names,
+                cached=lambda: self.history.bytes,
             )
             self.history.feed(self.indexes)
 
@@ -258,6 +259,7 @@ class ContextEngine(ThreadFilling):
         build at most what the answer may still wait."""
         if self.indexes is None:
             return None
+        self.indexes.start(channel)  # first, so the recent messages loaded next join it
         self._warm_channel(channel)
         wait = wait_left(self.settings.max_wait_seconds)
         return self.indexes.scope(channel, hidden=hidden, held=held, wait=wait)

@@ -24,7 +24,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from chanctx.bot.core.channel_record import ChannelRecord
@@ -67,7 +66,8 @@ class StoreIndexes:
     """The indexes of one workspace's channels, built from its channel store.
 
     ``held(channel)``: the messages the history holds (what a search covers while the
-    channel's build runs); ``names()``: the display names now. Thread-safe.
+    channel's build runs); ``names()``: the display names now; ``cached()``: the bytes the
+    history holds, which count against the same budget. Thread-safe.
     """
 
     def __init__(
@@ -77,17 +77,20 @@ class StoreIndexes:
         max_bytes: int,
         held: Callable[[str], Sequence[Message]],
         names: Callable[[], Names],
+        cached: Callable[[], int] = lambda: 0,
         candidates: int = CANDIDATES,
     ) -> None:
         self._record = record
         self.max_bytes = max_bytes
         self._held = held
         self._names = names
+        self._cached = cached
         self._candidates = candidates
         self._entries: OrderedDict[str, _Entry] = OrderedDict()  # least recently searched first
         self._fallback: dict[str, ChannelIndex] = {}
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chanctx-index-build")
+        # One build at a time, on daemon threads: a build never delays a shutdown.
+        self._builder = threading.Lock()
 
     # -- what the history tells us (IndexSink) -------------------------------------------------
 
@@ -164,8 +167,9 @@ class StoreIndexes:
             entry = self._entries.get(channel)
         return len(entry.index) if entry is not None and entry.done.is_set() else 0
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+    def start(self, channel: str) -> None:
+        """Begin building the channel's index if it has none (returns at once)."""
+        self._entry(channel)
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -177,12 +181,14 @@ class StoreIndexes:
                 return entry
             # Registered before the build reads anything: every write from now on reaches it.
             entry = self._entries[channel] = _Entry(ChannelIndex(channel))
-        self._pool.submit(self._build, channel, entry)
+        threading.Thread(
+            target=self._build, args=(channel, entry), name=f"index-build-{channel}", daemon=True
+        ).start()
         return entry
 
     def _build(self, channel: str, entry: _Entry) -> None:
         try:
-            with entry.index.lock:
+            with self._builder, entry.index.lock:
                 messages = self._newest_that_fit(channel, entry)
                 names = self._names()
                 for message in messages:
@@ -208,6 +214,7 @@ class StoreIndexes:
         oldest first."""
         store, team = self._record.store, self._record.team
         taken: list[Message] = []
+        budget = max(self.max_bytes - self._cached(), self.max_bytes // 4)
         size = 0
         latest: str | None = None
         while True:
@@ -215,7 +222,7 @@ class StoreIndexes:
             fresh = page if latest is None else [m for m in page if m.ts != latest]
             for message in reversed(fresh):
                 cost = message_bytes(message)
-                if size + cost > self.max_bytes and taken:
+                if size + cost > budget and taken:
                     entry.oldest = ts_key(taken[-1].ts)
                     taken.reverse()
                     return taken
@@ -255,7 +262,7 @@ class StoreIndexes:
         """Drop the least recently searched indexes (never ``keep``'s, nor one being built)
         while all of them hold more than the budget."""
         with self._lock:
-            total = sum(e.bytes() for e in self._entries.values())
+            total = self._cached() + sum(e.bytes() for e in self._entries.values())
             for channel in list(self._entries):
                 if total <= self.max_bytes:
                     break

@@ -1,18 +1,21 @@
-"""LoCoMo's real path served from the channel store (``python -m bench locomo --from-store``):
+"""LoCoMo's real path served from the channel store (``python -m bench locomo_store``, or
+``python -m bench.locomo --from-store``):
 the bot that heard the conversation, a restarted bot whose index is built from the store, and one
 whose index budget holds only the newest half of the channel, in one run."""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Sequence
 
 from chanctx.bot.core.store_index import CANDIDATES
 
+from bench._data import benchdata
 from bench._results import write_section
-from bench.locomo import KS, Conversation, RealPath, measure_real_path, overall
+from bench.locomo import DATA, KS, Conversation, RealPath, load, measure_real_path, overall
 
-__all__ = ["from_store"]
+__all__ = ["from_store", "main"]
 
 
 def from_store(conversations: Sequence[Conversation], *, write: bool, started: float) -> None:
@@ -30,7 +33,7 @@ def from_store(conversations: Sequence[Conversation], *, write: bool, started: f
         print(f"{label}: {overall(real.scored, 10):.1f} / {overall(real.scored, 25):.1f}")
         rows.append((label, real))
     lines = [
-        '`python -m bench locomo --from-store`: the real path of "Search quality (LoCoMo)"',
+        '`python -m bench locomo_store`: the real path of "Search quality (LoCoMo)"',
         "(every question asked as a mention, answered through a Claude session against the fake",
         "Messages API, scored on `channel_context`'s rows) three ways in one run. *From the store*:",
         "the conversation is delivered to a bot with a channel store, that bot stops, and a new",
@@ -51,3 +54,16 @@ def from_store(conversations: Sequence[Conversation], *, write: bool, started: f
     if write:
         write_section("Search quality (LoCoMo) from the store", body)
     print(body)
+
+
+def main(argv: Sequence[str] = ()) -> None:
+    args = list(argv)
+    path = DATA
+    if "--data" in args:
+        path = benchdata(args[args.index("--data") + 1]) / "locomo" / "locomo10.json"
+    conversations, _ = load(path)
+    from_store(conversations, write="--no-write" not in args, started=time.perf_counter())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
