@@ -69,12 +69,14 @@ def test_a_restart_searches_all_20000_stored_messages(tmp_path: Path) -> None:
             bot.kill()
 
             calls_before = slack.call_counts()
+            spawned = time.monotonic()
+            bot.start(timeout=300)  # imports alone take many seconds on a loaded machine
             listening = time.monotonic()
-            bot.start(timeout=300)
             while ready_status(base) != 200:
                 assert time.monotonic() - listening < 120, bot.log_tail()
                 time.sleep(0.05)
             to_ready = time.monotonic() - listening
+            from_spawn = time.monotonic() - spawned
             asked = time.monotonic()
             for n, (question, fact) in FACTS.items():
                 found = query(base, question)["rendered"]
@@ -84,7 +86,7 @@ def test_a_restart_searches_all_20000_stored_messages(tmp_path: Path) -> None:
 
             pair = mention_pair(ts(MESSAGES + 5), FACTS[100][0])
             slack.mirror_event(pair[0]["event"])
-            requests = claude.count()
+            requests = claude.count
             for envelope_ in pair:
                 assert post_signed(bot.url, envelope_) == 200
             deadline = time.monotonic() + 120
@@ -103,7 +105,8 @@ def test_a_restart_searches_all_20000_stored_messages(tmp_path: Path) -> None:
     print(
         f"\nsearch all stored: {MESSAGES} delivered; stored {held_before} before the kill, "
         f"{held_after} after; index built from the store after the restart: {built[1]} "
-        f"messages in {built[2]} s; /readyz 200 {to_ready:.2f} s after the restart began; "
+        f"messages in {built[2]} s; /readyz 200 {to_ready:.2f} s after the port opened "
+        f"({from_spawn:.1f} s after spawn); "
         f"four queries (the first builds the index) {first_queries:.1f} s; Slack reads "
         f"after the restart {reads}"
     )

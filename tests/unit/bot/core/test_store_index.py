@@ -6,18 +6,22 @@ messages older than the history's window reach the index."""
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+from chanctx.bot.core.built_context import ContextSettings
 from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
 from chanctx.bot.core.channel_view import EngineView
 from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.cache.channel_store import SqliteChannelStore
-from chanctx.context import Names
+from chanctx.context import Message, Names
 from chanctx.tools import ChannelTools, IndexedHistory
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,7 +31,9 @@ from tests.support.slack_events import BOT_USER, CHANNEL, TEAM, message, ts
 ME = SelfIdentity(user_id=BOT_USER, bot_id="B0BOT00001")
 NAMES = Names(users={"U1": "Sam", "U2": "Ana", "U3": "Lee"})
 WORDS = ("checkout", "deploy", "failed", "because", "pool", "refund", "vault", "green", "lunch")
-INTENTS = ("why did checkout fail?", "deploy pool", "what did Ana say about refund", "lunch")
+INTENTS = (
+    "why did checkout fail?", "deploy pool", "what did Ana say about refund", "lunch", "vault",
+)  # fmt: skip
 
 
 def engine(record: ChannelRecord | None, *, per_channel: int = 5_000, mb: int = 64) -> Any:
@@ -56,36 +62,71 @@ def ranked(eng: ContextEngine, intent: str) -> list[tuple[Any, ...]]:
 
 
 # A small channel: each message top-level or a reply to an earlier top-level message, a few
-# words from a small vocabulary, one of three people.
+# words from a small vocabulary, one of three people; afterwards some are edited or deleted.
+Drawn = list[tuple[list[str], str, int | None, str | None]]
 channels = st.lists(
     st.tuples(
         st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
         st.sampled_from(("U1", "U2", "U3")),
         st.one_of(st.none(), st.integers(min_value=0, max_value=30)),
+        st.sampled_from((None, None, None, "edit", "delete")),
     ),
     min_size=1,
     max_size=30,
 )
 
 
-def events_of(drawn: list[tuple[list[str], str, int | None]]) -> list[dict[str, Any]]:
+def events_of(drawn: Drawn) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
+    later: list[dict[str, Any]] = []
     roots: list[str] = []
-    for n, (words, user, parent) in enumerate(drawn):
+    for n, (words, user, parent, change) in enumerate(drawn):
         extra: dict[str, Any] = {}
         if parent is not None and roots:
             extra["thread_ts"] = roots[parent % len(roots)]
         else:
             roots.append(ts(n))
-        events.append(message(ts(n), " ".join(words), user=user, **extra))
-    return events
+        posted = message(ts(n), " ".join(words), user=user, **extra)
+        events.append(posted)
+        at = ts(1_000 + n)
+        if change == "edit":
+            changed = {
+                **posted,
+                "text": "vault " + " ".join(reversed(words)),
+                "edited": {"user": user, "ts": at},
+            }
+            later.append(
+                {
+                    "type": "message",
+                    "subtype": "message_changed",
+                    "channel": CHANNEL,
+                    "channel_type": "channel",
+                    "ts": at,
+                    "event_ts": at,
+                    "message": changed,
+                    "previous_message": posted,
+                }
+            )
+        elif change == "delete":
+            later.append(
+                {
+                    "type": "message",
+                    "subtype": "message_deleted",
+                    "channel": CHANNEL,
+                    "channel_type": "channel",
+                    "deleted_ts": posted["ts"],
+                    "hidden": True,
+                    "ts": at,
+                    "event_ts": at,
+                    "previous_message": posted,
+                }
+            )
+    return events + later
 
 
-@settings(deadline=None, max_examples=40)
+@settings(deadline=None)
 @given(channels)
-def test_the_index_built_from_the_store_ranks_as_the_live_one(
-    drawn: list[tuple[list[str], str, int | None]],
-) -> None:
+def test_the_index_built_from_the_store_ranks_as_the_live_one(drawn: Drawn) -> None:
     events = events_of(drawn)
     live = engine(None)
     for event in events:
@@ -149,3 +190,36 @@ def test_an_edit_and_a_deletion_older_than_the_history_reach_the_index(tmp_path:
             }
         )  # fmt: skip
         assert ts(5) not in [row[0] for row in ranked(restarted, "escalation policy")]
+
+
+def test_an_answer_during_a_build_searches_what_is_held_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with stored(tmp_path) as record:
+        writer = engine(record)
+        writer.handle(message(ts(0), "the pager rotation moves to Lee", user="U1"))
+        for n in range(1, 300):
+            writer.handle(message(ts(n), f"routine note {n}", user="U2"))
+    with stored(tmp_path) as record:
+        restarted = ContextEngine(
+            me=ME,
+            names=NAMES,
+            history=IndexedHistory(max_messages_per_channel=50),
+            record=record,
+            settings=ContextSettings(max_wait_seconds=0.0),
+        )
+        indexes = restarted.indexes
+        assert indexes is not None
+        restarted.warm_channel(CHANNEL)
+        for n in range(250, 300):  # the recent window the history holds
+            restarted.learn_messages([Message(channel=CHANNEL, ts=ts(n), text=f"routine {n}")])
+        with caplog.at_level(logging.INFO, "chanctx.store_index"), indexes._builder:
+            # A build of another channel holds the builder: this one cannot start yet.
+            during = ranked(restarted, "pager rotation")
+        assert ts(0) not in [row[0] for row in during]
+        assert "still being built" in caplog.text and "50 messages held" in caplog.text
+        deadline = time.monotonic() + 60
+        while not indexes.indexed(CHANNEL):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert ranked(restarted, "pager rotation")[0][0] == ts(0)
