@@ -9,6 +9,10 @@ call lists the channel's messages. ``bot/launch/one_workspace.py`` runs the engi
 A view over a plain ChannelHistory (or any other view) gets an index synced from its
 ``messages()`` instead (:func:`synced_index`): one per (owner, channel, stemmer), kept for as
 long as the owner lives, and brought up to date by a diff on each search.
+
+With a durable store behind the history, the bot keeps the indexes elsewhere (built from the
+store, holding more than the history does): :meth:`IndexedHistory.feed` sends every write to
+that :class:`IndexSink` instead.
 """
 
 from __future__ import annotations
