@@ -20,6 +20,7 @@ the log.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections import OrderedDict
@@ -89,8 +90,11 @@ class StoreIndexes:
         self._entries: OrderedDict[str, _Entry] = OrderedDict()  # least recently searched first
         self._fallback: dict[str, ChannelIndex] = {}
         self._lock = threading.Lock()
-        # One build at a time, on daemon threads: a build never delays a shutdown.
-        self._builder = threading.Lock()
+        # One build at a time, on one daemon thread (started with the first build): a build
+        # never delays a shutdown, and the store gives that thread one reader connection.
+        self._jobs: queue.SimpleQueue[tuple[str, _Entry]] = queue.SimpleQueue()
+        self._worker: threading.Thread | None = None
+        self._builder = threading.Lock()  # held by the build running
 
     # -- what the history tells us (IndexSink) -------------------------------------------------
 
@@ -181,10 +185,25 @@ class StoreIndexes:
                 return entry
             # Registered before the build reads anything: every write from now on reaches it.
             entry = self._entries[channel] = _Entry(ChannelIndex(channel))
-        threading.Thread(
-            target=self._build, args=(channel, entry), name=f"index-build-{channel}", daemon=True
-        ).start()
+        self._jobs.put((channel, entry))
+        with self._lock:
+            if self._worker is None:
+                self._worker = threading.Thread(
+                    target=self._work, name="chanctx-index-build", daemon=True
+                )
+                self._worker.start()
         return entry
+
+    def _work(self) -> None:
+        while True:
+            channel, entry = self._jobs.get()
+            with self._lock:
+                wanted = self._entries.get(channel) is entry
+            if wanted:
+                self._build(channel, entry)
+            else:  # dropped (the channel was erased) before its turn came
+                entry.failed = "dropped"
+                entry.done.set()
 
     def _build(self, channel: str, entry: _Entry) -> None:
         try:

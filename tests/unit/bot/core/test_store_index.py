@@ -223,3 +223,29 @@ def test_an_answer_during_a_build_searches_what_is_held_and_says_so(
             assert time.monotonic() < deadline
             time.sleep(0.01)
         assert ranked(restarted, "pager rotation")[0][0] == ts(0)
+
+
+def test_the_least_recently_searched_channel_drops_its_index_first(tmp_path: Path) -> None:
+    channels = (CHANNEL, "C0OTHER001", "C0OTHER002")
+    with stored(tmp_path) as record:
+        writer = engine(record)
+        for channel in channels:
+            writer.handle(message(ts(0), f"the secret of {channel} is plum", channel=channel))
+            for n in range(1, 400):
+                writer.handle(message(ts(n), f"routine note {n}", channel=channel))
+    with stored(tmp_path) as record:
+        restarted = engine(record, per_channel=10, mb=1)  # about two channels' indexes fit
+        indexes = restarted.indexes
+        assert indexes is not None
+
+        def search(channel: str) -> list[tuple[Any, ...]]:
+            tools = ChannelTools(EngineView(restarted, channel), names=NAMES)
+            out = tools.call("channel_context", {"intent": "what is the secret?"})
+            return [tuple(row) for row in json.loads(out.content)["results"]]
+
+        for channel in channels:
+            assert search(channel)[0][0] == ts(0)
+        assert indexes.indexed(channels[0]) == 0  # the first searched went
+        assert all(indexes.indexed(c) == 400 for c in channels[1:])
+        assert search(CHANNEL)[0][0] == ts(0)  # built again on its next search
+        assert indexes.indexed(CHANNEL) == 400
