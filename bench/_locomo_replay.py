@@ -19,8 +19,10 @@ not a conversation turn (an earlier question or answer) taking its place in the 
 from __future__ import annotations
 
 import itertools
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from chanctx.bot.replay.fixture import users_state
@@ -31,6 +33,7 @@ BOT_USER, BOT_ID, TEAM = "U0CHANCTX0", "B0CHANCTX0", "T0LOCOMO01"
 MAX_RESULTS = 50
 QUESTION_GAP = 120  # seconds between two questions
 FIRST_QUESTION = 86_400  # the first question comes a day after the last turn
+READS = ("conversations.history", "conversations.replies")
 
 
 @dataclass(frozen=True)
@@ -72,63 +75,108 @@ def ask_all(
     speakers: dict[str, str],  # user id -> speaker
     turns: list[dict[str, Any]],  # {"ts", "user", "text", "caption"}
     questions: list[str],
+    *,
+    restart: bool = False,
+    index_bytes: int | None = None,
 ) -> list[Asked]:
-    """Replay the conversation, then ask every question; what the tool answered each time."""
+    """Replay the conversation, then ask every question; what the tool answered each time.
+
+    ``restart``: the conversation goes into a channel store, then a new bot over the same data
+    dir (empty caches, as after a restart) answers the questions: its index is built from the
+    store. ``index_bytes`` bounds that index (a budget smaller than the channel keeps the newest
+    part and reaches the older one through the store's full-text index).
+    """
     number = itertools.count(1)
     start = float(turns[0]["ts"]) - 60
-    with OfflineBot(_state(channel, name, speakers), claude=True, start_time=start) as bot:
-        assert bot.anthropic is not None
-        bot.anthropic.messages.model.max_results = MAX_RESULTS
-        for turn in turns:
-            event: dict[str, Any] = {
+    at = int(float(turns[-1]["ts"])) + FIRST_QUESTION
+    state = _state(channel, name, speakers)
+    if not restart:
+        with OfflineBot(state, claude=True, start_time=start) as bot:
+            for event in _turn_events(channel, turns, number):
+                bot.dispatch(_envelope(event, number))
+            return _ask(bot, channel, speakers, questions, at, number)
+    with tempfile.TemporaryDirectory(prefix="chanctx-locomo-") as tmp:
+        data = Path(tmp)
+        with OfflineBot(state, start_time=start, data_dir=data, channel_store=True) as bot:
+            bot.engine.warm_channel(channel)  # the bot loaded the channel once, when it joined
+            for event in _turn_events(channel, turns, number):
+                bot.dispatch(_envelope(event, number))
+        with OfflineBot(
+            state, claude=True, start_time=at - 60, data_dir=data, channel_store=True
+        ) as bot:
+            assert bot.engine.indexes is not None and bot.engine.held(channel) == 0
+            if index_bytes is not None:
+                bot.engine.indexes.max_bytes = index_bytes
+            asked = _ask(bot, channel, speakers, questions, at, number)
+            reads = {m: bot.slack.call_counts().get(m, 0) for m in READS}
+            assert not any(reads.values()), f"the restarted bot asked Slack: {reads}"
+            return asked
+
+
+def _turn_events(
+    channel: str, turns: list[dict[str, Any]], number: Iterator[int]
+) -> Iterator[dict[str, Any]]:
+    for turn in turns:
+        event: dict[str, Any] = {
+            "type": "message",
+            "channel": channel,
+            "channel_type": "channel",
+            "user": turn["user"],
+            "text": turn["text"],
+            "ts": turn["ts"],
+            "event_ts": turn["ts"],
+        }
+        if turn.get("caption"):
+            event["subtype"] = "file_share"
+            event["files"] = [
+                {
+                    "id": f"F{next(number):09d}",
+                    "name": "image.jpg",
+                    "title": turn["caption"],
+                    "mimetype": "image/jpeg",
+                    "mode": "hosted",
+                }
+            ]
+        yield event
+
+
+def _ask(
+    bot: OfflineBot,
+    channel: str,
+    speakers: dict[str, str],
+    questions: list[str],
+    at: int,
+    number: Iterator[int],
+) -> list[Asked]:
+    assert bot.anthropic is not None
+    bot.anthropic.messages.model.max_results = MAX_RESULTS
+    out: list[Asked] = []
+    for position, question in enumerate(questions):
+        ts = f"{at + QUESTION_GAP * position}.000100"
+        asker = list(speakers)[position % len(speakers)]
+        text = f"<@{BOT_USER}> {question}"
+        said = {"channel": channel, "user": asker, "text": text, "ts": ts, "event_ts": ts}
+        before = len(bot.runtime.runner.results)
+        posted = len(bot.slack.posted)
+        bot.dispatch(_envelope({"type": "message", "channel_type": "channel", **said}, number))
+        bot.dispatch(_envelope({"type": "app_mention", **said}, number))
+        results = list(bot.runtime.runner.results)[before:]
+        out.append(_asked(question, results))
+        for answer in bot.slack.posted[posted:]:  # Slack sends the bot its own messages
+            event = {
                 "type": "message",
                 "channel": channel,
                 "channel_type": "channel",
-                "user": turn["user"],
-                "text": turn["text"],
-                "ts": turn["ts"],
-                "event_ts": turn["ts"],
+                "user": BOT_USER,
+                "bot_id": BOT_ID,
+                "text": answer.get("text", ""),
+                "ts": answer["ts"],
+                "event_ts": answer["ts"],
             }
-            if turn.get("caption"):
-                event["subtype"] = "file_share"
-                event["files"] = [
-                    {
-                        "id": f"F{next(number):09d}",
-                        "name": "image.jpg",
-                        "title": turn["caption"],
-                        "mimetype": "image/jpeg",
-                        "mode": "hosted",
-                    }
-                ]
+            if answer.get("thread_ts"):
+                event["thread_ts"] = answer["thread_ts"]
             bot.dispatch(_envelope(event, number))
-        at = int(float(turns[-1]["ts"])) + FIRST_QUESTION
-        out: list[Asked] = []
-        for position, question in enumerate(questions):
-            ts = f"{at + QUESTION_GAP * position}.000100"
-            asker = list(speakers)[position % len(speakers)]
-            text = f"<@{BOT_USER}> {question}"
-            said = {"channel": channel, "user": asker, "text": text, "ts": ts, "event_ts": ts}
-            before = len(bot.runtime.runner.results)
-            posted = len(bot.slack.posted)
-            bot.dispatch(_envelope({"type": "message", "channel_type": "channel", **said}, number))
-            bot.dispatch(_envelope({"type": "app_mention", **said}, number))
-            results = list(bot.runtime.runner.results)[before:]
-            out.append(_asked(question, results))
-            for answer in bot.slack.posted[posted:]:  # Slack sends the bot its own messages
-                event = {
-                    "type": "message",
-                    "channel": channel,
-                    "channel_type": "channel",
-                    "user": BOT_USER,
-                    "bot_id": BOT_ID,
-                    "text": answer.get("text", ""),
-                    "ts": answer["ts"],
-                    "event_ts": answer["ts"],
-                }
-                if answer.get("thread_ts"):
-                    event["thread_ts"] = answer["thread_ts"]
-                bot.dispatch(_envelope(event, number))
-        return out
+    return out
 
 
 def _asked(question: str, results: list[Any]) -> Asked:

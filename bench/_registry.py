@@ -21,6 +21,8 @@ BENCHES: Final[dict[str, tuple[str, ...]]] = {
     "query_speed": ("Context query speed",),
     "playbook": ("Channel playbook",),
     "locomo": ("Search quality (LoCoMo)",),
+    "locomo_store": ("Search quality (LoCoMo) from the store",),
+    "index_build": ("Index built from the store",),
     "durable": ("Memory under load (durable answering)",),
     "scale_out": ("Scale-out on Redis",),
     "memory": ("Memory per message and intake",),

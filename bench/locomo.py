@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from chanctx.cache import message_bytes
 from chanctx.context import FileRef, Message, Names
 from chanctx.tools import ChannelTools, HistoryView, IndexedHistory, Ranking, read_context_output
 from chanctx.tools._ranking import ORIGINAL
@@ -324,9 +325,16 @@ class RealPath:
     errors: list[str]
 
 
-def measure_real_path(conversations: Sequence[Conversation]) -> RealPath:
+def measure_real_path(
+    conversations: Sequence[Conversation],
+    *,
+    restart: bool = False,
+    index_share: float | None = None,
+) -> RealPath:
     """Every question asked through the bot (``bench._locomo_replay``), scored on the rows
-    channel_context answered with, in order."""
+    channel_context answered with, in order. ``restart``: answered by a new bot over the
+    channel store the conversation was written to; ``index_share``: its index budget is that
+    share of the conversation's bytes."""
     out = RealPath([], [], [], 0, [])
     held = 0
     shown = tqdm(conversations, desc="real path", unit="conversation", disable=None)
@@ -342,6 +350,12 @@ def measure_real_path(conversations: Sequence[Conversation]) -> RealPath:
             {conversation.user_id(s): s for s in conversation.speakers},
             turns,
             [q.text for q in conversation.questions],
+            restart=restart,
+            index_bytes=(
+                int(index_share * sum(map(message_bytes, messages_of(conversation))))
+                if index_share is not None
+                else None
+            ),
         )
         dia_of = {t.ts: t.dia_id for t in conversation.turns}
         for question, answer in zip(conversation.questions, asked, strict=True):
@@ -593,6 +607,11 @@ def main(argv: Sequence[str] = ()) -> None:
     if "--data" in args:
         path = benchdata(args[args.index("--data") + 1]) / "locomo" / "locomo10.json"
     conversations, defects = load(path)
+    if "--from-store" in args:
+        from bench.locomo_store import from_store  # it uses this module's measures
+
+        from_store(conversations, write="--no-write" not in args, started=started)
+        return
     channels = [Channel(c) for c in conversations]
     questions = sum(len(c.questions) for c in conversations)
     baseline = measure_baseline(channels)

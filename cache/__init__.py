@@ -14,6 +14,7 @@ the workspace's Slack budget.
 
 from __future__ import annotations
 
+from chanctx.cache._channel import message_bytes
 from chanctx.cache._clock import Clock, FakeClock
 from chanctx.cache._history import ChannelHistory
 from chanctx.cache._media import DEFAULT_MEDIA_CACHE_BYTES, CachedMedia, MediaContentCache
@@ -38,5 +39,6 @@ __all__ = [
     "ThreadFetcher",
     "ThreadReplyCache",
     "ThreadStarterCache",
+    "message_bytes",
     "ts_key",
 ]

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from chanctx.tools._definitions import CHANNEL_CONTEXT, CHANNEL_MESSAGES
 from chanctx.tools._env import ToolResult
-from chanctx.tools._indexed import IndexedHistory, SearchScope, synced_index
+from chanctx.tools._index import ChannelIndex
+from chanctx.tools._indexed import IndexedHistory, IndexSink, SearchScope, synced_index
 from chanctx.tools._inputs import ChannelContextInput, ChannelMessagesInput
+from chanctx.tools._keywords import keywords
 from chanctx.tools._outputs import (
     HELD,
     ChannelContextOutput,
@@ -50,6 +52,7 @@ __all__ = [
     "MIN_OUTPUT_BUDGET",
     "ChannelContextInput",
     "ChannelContextOutput",
+    "ChannelIndex",
     "ChannelMessagesInput",
     "ChannelTools",
     "ChannelView",
@@ -57,6 +60,7 @@ __all__ = [
     "ExtraBlock",
     "FetchedMessage",
     "HistoryView",
+    "IndexSink",
     "IndexedHistory",
     "MediaInfo",
     "MediaOutput",
@@ -69,6 +73,7 @@ __all__ = [
     "ThreadLookup",
     "ThreadOutput",
     "ToolResult",
+    "keywords",
     "query_channel",
     "read_context_output",
     "synced_index",

@@ -108,9 +108,7 @@ def run_channel_context(env: Env, args: ChannelContextInput) -> ToolResult:
     scope = _scope(env)
     index = scope.index
     with index.lock:
-        if scope.messages is not None:
-            index.sync(scope.messages(), env.names)
-        index.refresh(env.names)
+        scope.prepare(args.intent, env.names)
         found = search(
             index,
             intent=args.intent,

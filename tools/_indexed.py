@@ -9,6 +9,10 @@ call lists the channel's messages. ``bot/launch/one_workspace.py`` runs the engi
 A view over a plain ChannelHistory (or any other view) gets an index synced from its
 ``messages()`` instead (:func:`synced_index`): one per (owner, channel, stemmer), kept for as
 long as the owner lives, and brought up to date by a diff on each search.
+
+With a durable store behind the history, the bot keeps the indexes elsewhere (built from the
+store, holding more than the history does): :meth:`IndexedHistory.feed` sends every write to
+that :class:`IndexSink` instead.
 """
 
 from __future__ import annotations
@@ -17,14 +21,14 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from chanctx.cache import ChannelHistory, ts_key
-from chanctx.context import FileRef, Message
+from chanctx.context import FileRef, Message, Names
 from chanctx.tools._index import ChannelIndex
 from chanctx.tools._keywords import Stemmer
 
-__all__ = ["IndexedHistory", "SearchScope", "synced_index"]
+__all__ = ["IndexSink", "IndexedHistory", "SearchScope", "synced_index"]
 
 
 @dataclass(frozen=True)
@@ -34,14 +38,38 @@ class SearchScope:
     ``hidden``: ts left out of search (the question being answered is already in the reader's
     context). ``held``: ts the reader already holds in full (the attached thread and
     snapshot): still ranked, but answered by ts only. ``messages``: for an index that is not
-    fed by writes, where to sync it from before each search.
+    fed by writes, where to sync it from before each search. ``extend``: for an index that
+    holds only the newest part of a channel, called with the intent before each search to
+    queue into the index the older messages that may match it.
     """
 
     index: ChannelIndex
     hidden: frozenset[str] = frozenset()
     held: frozenset[str] = frozenset()
     messages: Callable[[], Sequence[Message]] | None = None
+    extend: Callable[[str], None] | None = None
 
+    def prepare(self, intent: str, names: Names) -> None:
+        """Bring the index up to date for a search of ``intent`` (caller holds its lock)."""
+        if self.extend is not None:
+            self.extend(intent)
+        if self.messages is not None:
+            self.index.sync(self.messages(), names)
+        self.index.refresh(names)
+
+
+class IndexSink(Protocol):
+    """Where an :class:`IndexedHistory` sends its writes when another owner keeps the indexes
+    (:meth:`IndexedHistory.feed`)."""
+
+    def queue(self, channel: str, key: int, message: Message | None) -> None:
+        """The message at ``key`` of ``channel`` is now ``message``; None: the history does not
+        hold it (a thread root it never loaded), which is not a deletion; a tombstone (deleted)
+        is one."""
+        ...
+
+
+_GONE = Message(channel="-", ts="0.0", deleted=True)  # what a sink is told for a deletion
 
 _registry: weakref.WeakKeyDictionary[object, dict[tuple[str, Stemmer], ChannelIndex]] = (
     weakref.WeakKeyDictionary()
@@ -88,6 +116,15 @@ class IndexedHistory(ChannelHistory):
         )
         self.stemmer: Stemmer = stemmer
         self._indexes: dict[str, ChannelIndex] = {}
+        self._sink: IndexSink | None = None
+
+    def feed(self, sink: IndexSink) -> None:
+        """Send every write to ``sink`` from now on instead of keeping indexes here: its
+        indexes (built from a durable store) hold more than this history does, so a message
+        the history evicts stays searchable, and a thread root the history does not hold is
+        not a deleted one."""
+        self._sink = sink
+        self._indexes.clear()
 
     def search_index(self, channel: str) -> ChannelIndex:
         """The index of ``channel`` (an empty one for a channel never written)."""
@@ -98,6 +135,10 @@ class IndexedHistory(ChannelHistory):
 
     def _recorded(self, channel: str, ch: Any, keys: Sequence[int]) -> None:
         # record() wrote these: the message and the roots it touched; queue what is stored now.
+        if self._sink is not None:
+            for key in keys:
+                self._sink.queue(channel, key, ch.messages.get(key))
+            return
         index = self._index(channel)
         for key in keys:
             index.queue(key, ch.messages.get(key))
@@ -122,7 +163,7 @@ class IndexedHistory(ChannelHistory):
             touched = [ts]
             if gone.is_reply and gone.thread_ts is not None:
                 touched.append(gone.thread_ts)
-            self._changed(channel, touched)
+            self._changed(channel, touched, deleted=ts)
         return gone
 
     def add_reaction(self, channel: str, ts: str, name: str, user: str) -> Message | None:
@@ -145,14 +186,20 @@ class IndexedHistory(ChannelHistory):
                 self._forget_evicted_channels()
         return index
 
-    def _changed(self, channel: str, touched: Iterable[str]) -> None:
-        index = self._index(channel)
+    def _changed(self, channel: str, touched: Iterable[str], *, deleted: str | None = None) -> None:
         for ts in touched:
             key = self._stored_key(channel, ts) or ts_key(ts)
-            index.queue(key, self.get(channel, ts))  # a tombstone or None leaves the index
+            message = self.get(channel, ts)
+            if self._sink is not None:
+                # The deleted message is gone; another one missing is only not held here.
+                gone = message is None and ts == deleted
+                self._sink.queue(channel, key, _GONE if gone else message)
+            else:
+                self._index(channel).queue(key, message)  # a tombstone or None leaves the index
 
     def _dropped(self, channel: str, key: int) -> None:
-        # A bound evicts the oldest message of ``channel``: it leaves the index too.
+        # A bound evicts the oldest message of ``channel``: it leaves the index too (not a
+        # sink's: the message is still stored, and still searched there).
         index = self._indexes.get(channel)
         if index is not None:
             index.queue(key, None)

@@ -132,9 +132,7 @@ def _blocks(
 ) -> list[tuple[_Block, float]]:
     index = scope.index
     with index.lock:
-        if scope.messages is not None:
-            index.sync(scope.messages(), names)
-        index.refresh(names)
+        scope.prepare(query, names)
         found = search(
             index, intent=query, authors=(), since=None, names=names, now=None,
             limit=_CANDIDATES, per_thread=PER_THREAD, hidden=scope.hidden,

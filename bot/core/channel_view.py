@@ -62,8 +62,12 @@ class EngineView:
         return ThreadLookup(root=root, replies=replies, note=" ".join(notes) or None)
 
     def search_index(self) -> SearchScope:
-        """The channel's search index: the history's own (serve.py runs an IndexedHistory), else
-        one kept per history and synced from channel_messages() on each search."""
+        """The channel's search index: built from the channel store when there is one (all
+        stored messages), else the history's own (an IndexedHistory), else one kept per
+        history and synced from channel_messages() on each search."""
+        stored = self._engine.search_scope(self.channel, hidden=self._hidden, held=self._held)
+        if stored is not None:
+            return stored
         history = self._engine.history
         if isinstance(history, IndexedHistory):
             self._engine.warm_channel(self.channel)  # as messages() does; once per channel

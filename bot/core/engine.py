@@ -21,8 +21,9 @@ from chanctx.bot.core.built_context import BuiltContext, ContextSettings, assemb
 from chanctx.bot.core.channel_record import ChannelRecord
 from chanctx.bot.core.pins import ChannelPins
 from chanctx.bot.core.slack_source import Learned, SlackSource, lazy_names, learn_name
+from chanctx.bot.core.store_index import StoreIndexes
 from chanctx.bot.core.thread_filling import ThreadFilling
-from chanctx.bot.core.wait_budget import turn_wait_budget
+from chanctx.bot.core.wait_budget import turn_wait_budget, wait_left
 from chanctx.bot.slack.intake import (
     Delete,
     Edit,
@@ -46,6 +47,7 @@ from chanctx.context import (
     TokenCounter,
     default_counter,
 )
+from chanctx.tools import IndexedHistory, SearchScope
 
 __all__ = ["ContextEngine"]
 
@@ -73,6 +75,9 @@ class ContextEngine(ThreadFilling):
     # The durable channel store: every event is written there before it is acknowledged, and
     # a channel it holds is loaded from it after a restart (None: memory only).
     record: ChannelRecord | None = None
+    # With a store: each channel's search index, built from everything stored (the history
+    # holds only the recent window).
+    indexes: StoreIndexes | None = field(default=None, init=False)
     _warm: set[str] = field(default_factory=set)
     # Every cache read and write holds this lock; no Slack call ever does, so a rate-limit
     # wait in one answer never blocks intake of other events.
@@ -105,6 +110,15 @@ class ContextEngine(ThreadFilling):
                 self.threads = ThreadReplyCache(self.slack)
             if self.starters is None:
                 self.starters = ThreadStarterCache(self.slack, clock=self.clock)
+        if self.record is not None and isinstance(self.history, IndexedHistory):
+            self.indexes = StoreIndexes(
+                self.record,
+                max_bytes=self.history.max_bytes,
+                held=self._held_messages,
+                names=lambda: self.names,
+                cached=lambda: self.history.bytes,
+            )
+            self.history.feed(self.indexes)
 
     def handle(self, event: Mapping[str, Any]) -> IntakeAction:
         """Store one Slack event (when there is a store: an OSError means it was not stored,
@@ -137,6 +151,8 @@ class ContextEngine(ThreadFilling):
                 self.history.delete(channel, message.ts)
                 self._deleted[(channel, message.ts)] = True
             self._warm.discard(channel)
+        if self.indexes is not None:
+            self.indexes.drop(channel)
 
     def drop_cached(self, channel: str, ts: Sequence[str]) -> None:
         """Messages the store erased already (``chanctx forget``): out of every cache."""
@@ -202,13 +218,14 @@ class ContextEngine(ThreadFilling):
             if self.threads is not None:
                 self.threads.on_message(action.message)
         elif isinstance(action, Edit):
-            self.history.apply_edit(
+            held = self.history.apply_edit(
                 action.channel,
                 action.ts,
                 text=action.text,
                 edited_ts=action.edited_ts,
                 files=action.files,
             )
+            self._unheld(held, action.channel, action.ts)
             if self.threads is not None:
                 self.threads.on_edit(
                     action.channel, action.ts, text=action.text, edited_ts=action.edited_ts
@@ -219,16 +236,39 @@ class ContextEngine(ThreadFilling):
                 )
         elif isinstance(action, Delete):
             self._deleted[(action.channel, action.ts)] = True
-            self.history.delete(action.channel, action.ts)
+            self._unheld(self.history.delete(action.channel, action.ts), action.channel, action.ts)
             if self.threads is not None:
                 self.threads.on_delete(action.channel, action.ts)
             if self.starters is not None:
                 self.starters.on_delete(action.channel, action.ts)
         elif isinstance(action, React):
             change = self.history.add_reaction if action.added else self.history.remove_reaction
-            change(action.channel, action.ts, action.name, action.user)
+            held = change(action.channel, action.ts, action.name, action.user)
+            self._unheld(held, action.channel, action.ts)
         elif isinstance(action, Pin):
             self._pin(action)
+
+    def _unheld(self, held: Message | None, channel: str, ts: str) -> None:
+        """A change to a message the history does not hold (older than its window) still
+        reaches the channel's index, from the store's copy."""
+        if held is None and self.indexes is not None:
+            self.indexes.reload(channel, ts)
+
+    def _held_messages(self, channel: str) -> list[Message]:
+        with self._lock:
+            return self.history.messages(channel)
+
+    def search_scope(
+        self, channel: str, *, hidden: frozenset[str], held: frozenset[str]
+    ) -> SearchScope | None:
+        """The channel's index built from the store (None without a store): waits for its
+        build at most what the answer may still wait."""
+        if self.indexes is None:
+            return None
+        self.indexes.start(channel)  # first, so the recent messages loaded next join it
+        self._warm_channel(channel)
+        wait = wait_left(self.settings.max_wait_seconds)
+        return self.indexes.scope(channel, hidden=hidden, held=held, wait=wait)
 
     def _pin(self, action: Pin) -> None:
         if self._pins.on_pin(action):
@@ -294,7 +334,10 @@ class ContextEngine(ThreadFilling):
         fetch: what the query API shows as a thread block."""
         with self._lock:
             root = self._root(channel, root_ts)
-            return ([root] if root else []) + self._thread_replies(channel, root_ts)
+            replies = self._thread_replies(channel, root_ts)
+        if root is None and not replies and self.record is not None:
+            root, replies = self.record.thread(channel, root_ts)  # older than the history
+        return ([root] if root else []) + replies
 
     def turn_wait_budget(self) -> AbstractContextManager[None]:
         """One answer's rate-limit waiting, shared by its context and every tool's fetch."""
@@ -354,8 +397,13 @@ class ContextEngine(ThreadFilling):
         return None
 
     def message(self, channel: str, ts: str) -> Message | None:
+        """One message: the history's copy, else the store's (older than the history)."""
         with self._lock:
-            return self.history.get(channel, ts)
+            found = self.history.get(channel, ts)
+        if found is None and self.record is not None:
+            stored = self.record.store.get(self.record.team, channel, ts)
+            found = stored if stored is not None and not stored.deleted else None
+        return found
 
     def replies_since(self, channel: str, thread_ts: str, after_ts: str | None) -> list[Message]:
         """Replies in a thread newer than ``after_ts``: what others said since our last turn."""

@@ -249,13 +249,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "history_per_channel", "--history-per-channel", "CHANCTX_HISTORY_PER_CHANNEL",
         _positive_int, "a positive whole number of messages",
-        "messages kept per channel: the window channel_context searches",
+        "newest messages per channel kept in memory (the snapshot's window); with the channel "
+        "store, search covers every stored message",
     ),
     Setting(
         "history_mb", "--history-mb", "CHANCTX_HISTORY_MB",
         _positive_int, "a positive whole number of MiB",
-        "memory all channels' history may hold; the least recently used channel's oldest "
-        "messages go first",
+        "memory the history and the search indexes may hold; the least recently used "
+        "channel's oldest messages (and least recently searched channel's index) go first",
     ),
     Setting(
         "retention_days", "--retention-days", "CHANCTX_RETENTION_DAYS", _positive_int,

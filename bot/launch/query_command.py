@@ -2,9 +2,8 @@
 store, without a running bot (and beside one: the store is opened read-only, which never
 blocks the bot's writer).
 
-The channel's every stored message is loaded into the same search index the bot uses, so the
-answer ranks everything stored, not only what a running bot's cache would hold; it is bounded by
-``--history-mb`` as the bot's history is. No Slack call is made: threads are what the store
+The channel's search index is built from the store exactly as a running bot builds it
+(``bot/core/store_index.py``): every stored message, within ``--history-mb``. No Slack call is made: threads are what the store
 holds, names are the names the bot learned.
 """
 
@@ -24,8 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["add_query_parser", "run_query_command"]
 
+_BUILD_WAIT = 24 * 3600.0  # seconds the command waits for the channel's index to be built
 _CHANNEL = re.compile(r"^[CDG][A-Z0-9]{2,20}$")
-_ALL = 10_000_000  # messages a channel may load; the byte bound (--history-mb) is the real one
 
 
 def add_query_parser(commands: Any) -> None:
@@ -57,6 +56,7 @@ def add_query_parser(commands: Any) -> None:
 
 def run_query_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     # Imported here, not at the top: `chanctx --help` loads none of this.
+    from chanctx.bot.core.built_context import ContextSettings
     from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
     from chanctx.bot.core.engine import ContextEngine
     from chanctx.bot.server.queries import QueryBody, run_query
@@ -85,13 +85,13 @@ def run_query_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         engine = ContextEngine(
             me=SelfIdentity(),
             counter=default_counter(),
-            history=IndexedHistory(
-                max_messages_per_channel=_ALL, max_bytes=args.history_mb * 2**20
-            ),
+            history=IndexedHistory(max_bytes=args.history_mb * 2**20),
             record=record,
+            # The operator waits for the whole index (no Slack here to wait for otherwise).
+            settings=ContextSettings(max_wait_seconds=_BUILD_WAIT),
         )
-        for batch in store.iter_messages(team, args.channel):
-            engine.learn_messages(batch)
+        # The engine builds the channel's search index from the store (all of it, within
+        # --history-mb), as the running bot does on a channel's first search.
         engine.learn_warm(args.channel, [])
         answer = run_query(engine, body)
     finally:

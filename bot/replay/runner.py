@@ -43,7 +43,7 @@ class ReplayOptions:
     # and counted. Without it, a data dir that holds a previous run's state is refused.
     continued: bool = False
     recipe: RecipeRunner | None = None
-    history_per_channel: int = 5_000  # messages kept per channel (the search window)
+    history_per_channel: int = 5_000  # newest kept per channel (search: all stored)
     history_mb: int = 1024  # memory all channels' history may hold
     requests_out: Path | None = None  # write each Messages API request body here (JSONL)
     curator: Literal["off", "offline", "claude"] = "offline"  # who grows the playbooks

@@ -167,7 +167,7 @@ def test_chanctx_query_ranks_everything_stored_beside_the_running_bot(
         bot.dispatch(envelope(message(ts(1), "the vault code is 7781 since the audit")))
         for n in range(2, 200):
             bot.dispatch(envelope(message(ts(n), f"standup note {n}: nothing blocked")))
-        assert bot.engine.message(CHANNEL, ts(1)) is None  # the bot's cache holds the newest 50
+        assert bot.engine.history.get(CHANNEL, ts(1)) is None  # the cache holds the newest 50
         argv = ["query", CHANNEL, "what is the vault code?", "--data-dir", str(tmp_path)]
         assert main([*argv, "--format", "text"]) == 0  # the bot still holds the store
         assert "7781" in capsys.readouterr().out

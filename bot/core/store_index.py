@@ -1,0 +1,293 @@
+"""Each channel's search index, built from the channel store: a search covers everything stored,
+not only the recent window the history cache holds.
+
+The first search of a channel after a start builds its :class:`ChannelIndex` from the store on
+a thread of its own (never on the intake path): the newest messages first, page by page, until
+the channel is read or the byte budget (``--history-mb``, :func:`message_bytes` a message) is
+full; then they are indexed oldest first, the order the index links conversations in. A channel
+larger than the budget keeps its newest part in memory, and each search pulls the older
+messages that FTS5 finds for its keywords (``search_candidates``) into the index before
+ranking, so an old fact still reaches the ranking (it is scored without the neighbours the
+index does not hold). Indexes of the least recently searched channels are dropped first when
+the budget is over.
+
+While a build runs, live writes are queued into the new index (the history feeds this object,
+:class:`IndexSink`), and a search waits for the build at most its wait budget (``--max-wait``);
+then it searches the messages the history holds, as before the store existed, and says so in
+the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+
+from chanctx.bot.core.channel_record import ChannelRecord
+from chanctx.cache import message_bytes, ts_key
+from chanctx.context import Message, Names
+from chanctx.tools import ChannelIndex, SearchScope, keywords
+
+__all__ = ["CANDIDATES", "PAGE", "StoreIndexes"]
+
+logger = logging.getLogger("chanctx.store_index")
+
+PAGE = 5_000  # messages read from the store at a time, newest first
+CANDIDATES = 500  # FTS5 matches asked for when a channel's older part is not indexed
+_NS = 10**9  # ts keys count nanoseconds
+
+
+def _ts_of(key: int) -> str:
+    return f"{key // _NS}.{key % _NS:09d}"
+
+
+@dataclass
+class _Entry:
+    """One channel's index: being built (``done`` unset) or ready."""
+
+    index: ChannelIndex
+    done: threading.Event = field(default_factory=threading.Event)
+    started: float = field(default_factory=time.monotonic)
+    read: int = 0  # messages read from the store so far
+    per_message: int = 0  # bytes a message costs, measured on the build
+    oldest: int | None = None  # the oldest key indexed when the channel did not fit
+    reload: set[int] = field(default_factory=set)  # changed in the store, not held by history
+    pulled: set[int] = field(default_factory=set)  # older messages FTS5 brought in
+    failed: str | None = None
+
+    def bytes(self) -> int:
+        return len(self.index) * self.per_message
+
+
+class StoreIndexes:
+    """The indexes of one workspace's channels, built from its channel store.
+
+    ``held(channel)``: the messages the history holds (what a search covers while the
+    channel's build runs); ``names()``: the display names now; ``cached()``: the bytes the
+    history holds, which count against the same budget. Thread-safe.
+    """
+
+    def __init__(
+        self,
+        record: ChannelRecord,
+        *,
+        max_bytes: int,
+        held: Callable[[str], Sequence[Message]],
+        names: Callable[[], Names],
+        cached: Callable[[], int] = lambda: 0,
+        candidates: int = CANDIDATES,
+    ) -> None:
+        self._record = record
+        self.max_bytes = max_bytes
+        self._held = held
+        self._names = names
+        self._cached = cached
+        self._candidates = candidates
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()  # least recently searched first
+        self._fallback: dict[str, ChannelIndex] = {}
+        self._lock = threading.Lock()
+        # One build at a time, on one daemon thread (started with the first build): a build
+        # never delays a shutdown, and the store gives that thread one reader connection.
+        self._jobs: queue.SimpleQueue[tuple[str, _Entry]] = queue.SimpleQueue()
+        self._worker: threading.Thread | None = None
+        self._builder = threading.Lock()  # held by the build running
+
+    # -- what the history tells us (IndexSink) -------------------------------------------------
+
+    def queue(self, channel: str, key: int, message: Message | None) -> None:
+        """A write the history made (or, for None, a thread root it does not hold changed)."""
+        with self._lock:
+            entry = self._entries.get(channel)
+            if entry is None:
+                return  # no index yet: its build will read the store
+            if message is None:
+                entry.reload.add(key)
+                return
+        entry.index.queue(key, message)
+
+    def reload(self, channel: str, ts: str) -> None:
+        """The store changed a message the history does not hold (an edit or deletion of an
+        old message): the index takes the store's copy before its next search."""
+        with self._lock:
+            entry = self._entries.get(channel)
+            if entry is not None:
+                entry.reload.add(ts_key(ts))
+
+    def drop(self, channel: str) -> None:
+        """The channel was erased (deleted, forgotten): its index goes."""
+        with self._lock:
+            self._entries.pop(channel, None)
+            self._fallback.pop(channel, None)
+
+    # -- searching -------------------------------------------------------------------------------
+
+    def scope(
+        self,
+        channel: str,
+        *,
+        hidden: Collection[str] = (),
+        held: Collection[str] = (),
+        wait: float,
+    ) -> SearchScope:
+        """What a search of ``channel`` ranks: its index built from the store, once that is
+        ready within ``wait`` seconds; else the messages the history holds."""
+        entry = self._entry(channel)
+        ready = entry.done.wait(max(wait, 0.0))
+        if ready and entry.failed is None:
+            with self._lock:
+                self._fallback.pop(channel, None)
+            return SearchScope(
+                entry.index,
+                hidden=frozenset(hidden),
+                held=frozenset(held),
+                extend=lambda intent: self._extend(channel, entry, intent),
+            )
+        held_now = self._held(channel)
+        if entry.failed is not None:
+            logger.warning(
+                "channel %s: no index from the channel store (%s); this search covers the %d "
+                "messages held in memory", channel, entry.failed, len(held_now),
+            )  # fmt: skip
+        else:
+            logger.info(
+                "channel %s: its index is still being built from the channel store (%d "
+                "messages read in %.1f s); after waiting %.1f s this search covers the %d "
+                "messages held in memory", channel, entry.read,
+                time.monotonic() - entry.started, wait, len(held_now),
+            )  # fmt: skip
+        with self._lock:
+            index = self._fallback.setdefault(channel, ChannelIndex(channel))
+        return SearchScope(
+            index, hidden=frozenset(hidden), held=frozenset(held), messages=lambda: held_now
+        )
+
+    def indexed(self, channel: str) -> int:
+        """Messages in the channel's built index (0 while none is ready)."""
+        with self._lock:
+            entry = self._entries.get(channel)
+        return len(entry.index) if entry is not None and entry.done.is_set() else 0
+
+    def start(self, channel: str) -> None:
+        """Begin building the channel's index if it has none (returns at once)."""
+        self._entry(channel)
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _entry(self, channel: str) -> _Entry:
+        with self._lock:
+            entry = self._entries.get(channel)
+            if entry is not None and entry.failed is None:
+                self._entries.move_to_end(channel)
+                return entry
+            # Registered before the build reads anything: every write from now on reaches it.
+            entry = self._entries[channel] = _Entry(ChannelIndex(channel))
+        self._jobs.put((channel, entry))
+        with self._lock:
+            if self._worker is None:
+                self._worker = threading.Thread(
+                    target=self._work, name="chanctx-index-build", daemon=True
+                )
+                self._worker.start()
+        return entry
+
+    def _work(self) -> None:
+        while True:
+            channel, entry = self._jobs.get()
+            with self._lock:
+                wanted = self._entries.get(channel) is entry
+            if wanted:
+                self._build(channel, entry)
+            else:  # dropped (the channel was erased) before its turn came
+                entry.failed = "dropped"
+                entry.done.set()
+
+    def _build(self, channel: str, entry: _Entry) -> None:
+        try:
+            with self._builder, entry.index.lock:
+                messages = self._newest_that_fit(channel, entry)
+                names = self._names()
+                for message in messages:
+                    entry.index.upsert(message, names)
+                entry.per_message = (
+                    sum(map(message_bytes, messages)) // len(messages) if messages else 0
+                )
+            logger.info(
+                "channel %s: index built from the channel store: %d messages in %.1f s%s",
+                channel, len(messages), time.monotonic() - entry.started,
+                " (the newest that fit --history-mb; older ones are found through the "
+                "store's full-text index)" if entry.oldest is not None else "",
+            )  # fmt: skip
+        except Exception as error:  # a store read failed: searches fall back, a later one retries
+            entry.failed = f"{type(error).__name__}: {error}"
+            logger.warning("channel %s: index build failed: %s", channel, entry.failed)
+        finally:
+            entry.done.set()
+        self._fit(keep=channel)
+
+    def _newest_that_fit(self, channel: str, entry: _Entry) -> list[Message]:
+        """The channel's stored messages, newest first until the budget is full; returned
+        oldest first."""
+        store, team = self._record.store, self._record.team
+        taken: list[Message] = []
+        budget = max(self.max_bytes - self._cached(), self.max_bytes // 4)
+        size = 0
+        latest: str | None = None
+        while True:
+            page = store.messages(team, channel, limit=PAGE, latest=latest)
+            fresh = page if latest is None else [m for m in page if m.ts != latest]
+            for message in reversed(fresh):
+                cost = message_bytes(message)
+                if size + cost > budget and taken:
+                    entry.oldest = ts_key(taken[-1].ts)
+                    taken.reverse()
+                    return taken
+                size += cost
+                taken.append(message)
+            entry.read = len(taken)
+            if len(page) < PAGE or not fresh:
+                taken.reverse()
+                return taken
+            latest = page[0].ts
+
+    def _extend(self, channel: str, entry: _Entry, intent: str) -> None:
+        """Before a search (its index's lock held): take the store's copy of what changed
+        there unseen by the history, and pull in the older matches of ``intent``."""
+        store, team = self._record.store, self._record.team
+        with self._lock:
+            reload, entry.reload = entry.reload, set()
+        wanted = set(reload)
+        if entry.oldest is not None:
+            words = [k.word for k in keywords(intent, entry.index.stemmer)]
+            found = store.search_candidates(team, channel, words, self._candidates)
+            for candidate in found:
+                key = ts_key(candidate.ts)
+                if key < entry.oldest and key not in entry.pulled:
+                    entry.pulled.add(key)
+                    wanted.add(key)
+        if not wanted:
+            return
+        stored = {
+            ts_key(m.ts): m for m in store.get_many(team, channel, sorted(map(_ts_of, wanted)))
+        }
+        for key in sorted(wanted):
+            entry.index.queue(key, stored.get(key))  # None or a tombstone leaves the index
+        self._fit(keep=channel)
+
+    def _fit(self, *, keep: str) -> None:
+        """Drop the least recently searched indexes (never ``keep``'s, nor one being built)
+        while all of them hold more than the budget."""
+        with self._lock:
+            total = self._cached() + sum(e.bytes() for e in self._entries.values())
+            for channel in list(self._entries):
+                if total <= self.max_bytes:
+                    break
+                entry = self._entries[channel]
+                if channel == keep or not entry.done.is_set():
+                    continue
+                total -= entry.bytes()
+                del self._entries[channel]
+                logger.info("channel %s: index dropped to stay within --history-mb", channel)

@@ -1,0 +1,251 @@
+"""A channel's index built from the channel store after a restart ranks exactly as the index fed
+by live events does for the same messages; a channel larger than the byte budget keeps its
+newest part and still finds an old fact through the store's full-text index; changes to
+messages older than the history's window reach the index."""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chanctx.bot.core.built_context import ContextSettings
+from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
+from chanctx.bot.core.channel_view import EngineView
+from chanctx.bot.core.engine import ContextEngine
+from chanctx.bot.slack.intake import SelfIdentity
+from chanctx.cache.channel_store import SqliteChannelStore
+from chanctx.context import Message, Names
+from chanctx.tools import ChannelTools, IndexedHistory
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.support.slack_events import BOT_USER, CHANNEL, TEAM, message, ts
+
+ME = SelfIdentity(user_id=BOT_USER, bot_id="B0BOT00001")
+NAMES = Names(users={"U1": "Sam", "U2": "Ana", "U3": "Lee"})
+WORDS = ("checkout", "deploy", "failed", "because", "pool", "refund", "vault", "green", "lunch")
+INTENTS = (
+    "why did checkout fail?", "deploy pool", "what did Ana say about refund", "lunch", "vault",
+)  # fmt: skip
+
+
+def engine(record: ChannelRecord | None, *, per_channel: int = 5_000, mb: int = 64) -> Any:
+    return ContextEngine(
+        me=ME,
+        names=NAMES,
+        history=IndexedHistory(max_messages_per_channel=per_channel, max_bytes=mb * 2**20),
+        record=record,
+    )
+
+
+@contextmanager
+def stored(data: Path) -> Iterator[ChannelRecord]:
+    opened = OpenStore(SqliteChannelStore(data, synchronous="OFF"))
+    try:
+        yield ChannelRecord(opened, TEAM)
+    finally:
+        opened.close()
+
+
+def ranked(eng: ContextEngine, intent: str) -> list[tuple[Any, ...]]:
+    """channel_context's rows, whole: ts, time, author, text, thread counters."""
+    tools = ChannelTools(EngineView(eng, CHANNEL), names=NAMES, now=lambda: 1_781_100_000.0)
+    out = json.loads(tools.call("channel_context", {"intent": intent, "max_results": 20}).content)
+    return [tuple(row) for row in out["results"]]
+
+
+# A small channel: each message top-level or a reply to an earlier top-level message, a few
+# words from a small vocabulary, one of three people; afterwards some are edited or deleted.
+Drawn = list[tuple[list[str], str, int | None, str | None]]
+channels = st.lists(
+    st.tuples(
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
+        st.sampled_from(("U1", "U2", "U3")),
+        st.one_of(st.none(), st.integers(min_value=0, max_value=30)),
+        st.sampled_from((None, None, None, "edit", "delete")),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+def events_of(drawn: Drawn) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    later: list[dict[str, Any]] = []
+    roots: list[str] = []
+    for n, (words, user, parent, change) in enumerate(drawn):
+        extra: dict[str, Any] = {}
+        if parent is not None and roots:
+            extra["thread_ts"] = roots[parent % len(roots)]
+        else:
+            roots.append(ts(n))
+        posted = message(ts(n), " ".join(words), user=user, **extra)
+        events.append(posted)
+        at = ts(1_000 + n)
+        if change == "edit":
+            changed = {
+                **posted,
+                "text": "vault " + " ".join(reversed(words)),
+                "edited": {"user": user, "ts": at},
+            }
+            later.append(
+                {
+                    "type": "message",
+                    "subtype": "message_changed",
+                    "channel": CHANNEL,
+                    "channel_type": "channel",
+                    "ts": at,
+                    "event_ts": at,
+                    "message": changed,
+                    "previous_message": posted,
+                }
+            )
+        elif change == "delete":
+            later.append(
+                {
+                    "type": "message",
+                    "subtype": "message_deleted",
+                    "channel": CHANNEL,
+                    "channel_type": "channel",
+                    "deleted_ts": posted["ts"],
+                    "hidden": True,
+                    "ts": at,
+                    "event_ts": at,
+                    "previous_message": posted,
+                }
+            )
+    return events + later
+
+
+@settings(deadline=None)
+@given(channels)
+def test_the_index_built_from_the_store_ranks_as_the_live_one(drawn: Drawn) -> None:
+    events = events_of(drawn)
+    live = engine(None)
+    for event in events:
+        live.handle(event)
+    with tempfile.TemporaryDirectory() as tmp:
+        with stored(Path(tmp)) as record:
+            writer = engine(record)
+            for event in events:
+                writer.handle(event)
+        with stored(Path(tmp)) as record:  # a restart: empty caches over the same store
+            restarted = engine(record)
+            assert restarted.held(CHANNEL) == 0
+            for intent in INTENTS:
+                assert ranked(restarted, intent) == ranked(live, intent), intent
+
+
+def test_a_channel_larger_than_the_budget_still_finds_an_old_fact(tmp_path: Path) -> None:
+    with stored(tmp_path) as record:
+        writer = engine(record)
+        for n in range(3_000):
+            text = f"status update {n}: builds green, queue depth {n % 17}"
+            if n == 10:
+                text = "the vault combination is 4417 amber"
+            writer.handle(message(ts(n), text, user="U1"))
+    with stored(tmp_path) as record:
+        restarted = engine(record, per_channel=200, mb=1)  # about 1,000 messages fit
+        assert restarted.indexes is not None
+        found = ranked(restarted, "what is the vault combination?")
+        assert found and found[0][0] == ts(10)
+        indexed = restarted.indexes.indexed(CHANNEL)
+        assert 200 < indexed < 3_000  # the newest that fit, plus what the search pulled in
+
+
+def test_an_edit_and_a_deletion_older_than_the_history_reach_the_index(tmp_path: Path) -> None:
+    with stored(tmp_path) as record:
+        writer = engine(record)
+        for n in range(300):
+            writer.handle(message(ts(n), f"routine note {n}", user="U2"))
+        writer.handle(message(ts(300), "the pager rotation moves to Lee", user="U1"))
+    with stored(tmp_path) as record:
+        restarted = engine(record, per_channel=50)
+        assert ranked(restarted, "pager rotation")[0][0] == ts(300)
+        assert restarted.held(CHANNEL) <= 50
+        old = message(ts(5), "routine note 5")
+        restarted.handle(
+            {
+                "type": "message", "subtype": "message_changed", "channel": CHANNEL,
+                "channel_type": "channel", "ts": ts(400), "event_ts": ts(400),
+                "message": {**old, "text": "the escalation policy lives in the wiki",
+                            "edited": {"user": "U2", "ts": ts(400)}},
+                "previous_message": old,
+            }
+        )  # fmt: skip
+        assert ranked(restarted, "escalation policy")[0][0] == ts(5)
+        restarted.handle(
+            {
+                "type": "message", "subtype": "message_deleted", "channel": CHANNEL,
+                "channel_type": "channel", "deleted_ts": ts(5), "hidden": True,
+                "ts": ts(401), "event_ts": ts(401),
+                "previous_message": {"type": "message", "ts": ts(5)},
+            }
+        )  # fmt: skip
+        assert ts(5) not in [row[0] for row in ranked(restarted, "escalation policy")]
+
+
+def test_an_answer_during_a_build_searches_what_is_held_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with stored(tmp_path) as record:
+        writer = engine(record)
+        writer.handle(message(ts(0), "the pager rotation moves to Lee", user="U1"))
+        for n in range(1, 300):
+            writer.handle(message(ts(n), f"routine note {n}", user="U2"))
+    with stored(tmp_path) as record:
+        restarted = ContextEngine(
+            me=ME,
+            names=NAMES,
+            history=IndexedHistory(max_messages_per_channel=50),
+            record=record,
+            settings=ContextSettings(max_wait_seconds=0.0),
+        )
+        indexes = restarted.indexes
+        assert indexes is not None
+        restarted.warm_channel(CHANNEL)
+        for n in range(250, 300):  # the recent window the history holds
+            restarted.learn_messages([Message(channel=CHANNEL, ts=ts(n), text=f"routine {n}")])
+        with caplog.at_level(logging.INFO, "chanctx.store_index"), indexes._builder:
+            # A build of another channel holds the builder: this one cannot start yet.
+            during = ranked(restarted, "pager rotation")
+        assert ts(0) not in [row[0] for row in during]
+        assert "still being built" in caplog.text and "50 messages held" in caplog.text
+        deadline = time.monotonic() + 60
+        while not indexes.indexed(CHANNEL):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert ranked(restarted, "pager rotation")[0][0] == ts(0)
+
+
+def test_the_least_recently_searched_channel_drops_its_index_first(tmp_path: Path) -> None:
+    channels = (CHANNEL, "C0OTHER001", "C0OTHER002")
+    with stored(tmp_path) as record:
+        writer = engine(record)
+        for channel in channels:
+            writer.handle(message(ts(0), f"the secret of {channel} is plum", channel=channel))
+            for n in range(1, 400):
+                writer.handle(message(ts(n), f"routine note {n}", channel=channel))
+    with stored(tmp_path) as record:
+        restarted = engine(record, per_channel=10, mb=1)  # about two channels' indexes fit
+        indexes = restarted.indexes
+        assert indexes is not None
+
+        def search(channel: str) -> list[tuple[Any, ...]]:
+            tools = ChannelTools(EngineView(restarted, channel), names=NAMES)
+            out = tools.call("channel_context", {"intent": "what is the secret?"})
+            return [tuple(row) for row in json.loads(out.content)["results"]]
+
+        for channel in channels:
+            assert search(channel)[0][0] == ts(0)
+        assert indexes.indexed(channels[0]) == 0  # the first searched went
+        assert all(indexes.indexed(c) == 400 for c in channels[1:])
+        assert search(CHANNEL)[0][0] == ts(0)  # built again on its next search
+        assert indexes.indexed(CHANNEL) == 400
