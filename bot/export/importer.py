@@ -10,7 +10,9 @@ it again, and a later export adds only what is new.
 
 from __future__ import annotations
 
+import queue
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -19,22 +21,28 @@ from typing import Any
 
 from chanctx.bot.export.reader import (
     ExportChannel,
+    ExportDay,
     ExportMessage,
     ExportUser,
     Problem,
+    message_problem,
     read_export,
+    unicode_problem,
 )
+from chanctx.bot.export.rows import plain_row
 from chanctx.bot.export.source import NotAnExport, open_source
 from chanctx.bot.slack.intake import Ignore, Record, SelfIdentity, intake
 from chanctx.cache.channel_store import (
     ChannelNamed,
     ChannelStore,
     FileShared,
-    MessagePosted,
+    MessageRow,
     PinChanged,
     StoreEvent,
     UserNamed,
     WriteResult,
+    post_rows,
+    row_of,
 )
 from chanctx.context import ChanctxError, Message
 
@@ -102,7 +110,7 @@ def import_export(
         raise ImportRefused(str(error)) from None
     summary = ImportSummary()
     try:
-        records = read_export(source, only=only)
+        records = read_export(source, only=only, days=True)
         users, first = _leading_users(records)
         workspace = team or _team_of(users)
         if workspace is None:
@@ -139,6 +147,59 @@ def _name(user: ExportUser) -> str:
     return user.display_name or user.real_name or user.name or user.id
 
 
+class _Batch:
+    """One conversation's rows waiting for their transaction, and the events that follow.
+
+    A full batch is written by a thread of its own while the next day files are parsed:
+    SQLite indexes the rows without holding the GIL, so reading and writing overlap. One
+    batch waits at most, so memory stays at two batches; batches commit in order, so a
+    stopped import resumes exactly as before.
+    """
+
+    def __init__(self, store: ChannelStore, team: str, summary: ImportSummary) -> None:
+        self.store, self.team, self.summary = store, team, summary
+        self.channel = ""
+        self.rows: list[MessageRow] = []
+        self.other: list[StoreEvent] = []  # names and file records, after the rows
+        self.pins: list[StoreEvent] = []  # written once every message is in
+        self._queue: queue.Queue[tuple[str, list[MessageRow], list[StoreEvent]] | None] = (
+            queue.Queue(maxsize=1)
+        )
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._write_all, name="import-writer", daemon=True)
+        self._thread.start()
+
+    def flush(self) -> None:
+        """Hand the batch to the writer (blocks while the one before it still waits)."""
+        self._check()
+        if self.rows or self.other:
+            self._queue.put((self.channel, self.rows, self.other))
+            self.rows, self.other = [], []
+
+    def close(self) -> None:
+        """Write what is left and wait for the writer; its error, if any, is raised here."""
+        if self._thread.is_alive():
+            self.flush()
+            self._queue.put(None)
+            self._thread.join()
+        self._check()
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _write_all(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if self._error is not None:
+                continue  # drain: the main thread stops at its next flush
+            channel, rows, other = item
+            try:
+                self.summary.count(post_rows(self.store, self.team, channel, rows))
+                _write(self.store, other)
+            except BaseException as error:  # StoreFull, a closed store: the import stops
+                self._error = error
+
+
 def _import_rest(
     store: ChannelStore,
     team: str,
@@ -148,41 +209,75 @@ def _import_rest(
     on_problem: Callable[[str], None],
     progress: Callable[[int, int], None] | None,
 ) -> None:
-    posted: list[StoreEvent] = []  # messages only, so a batch's result counts messages
-    other: list[StoreEvent] = []  # names and file records
-    pins: list[StoreEvent] = []
+    batch = _Batch(store, team, summary)
+    try:
+        _read_all(batch, first, records, on_problem, progress)
+    finally:
+        batch.close()
+    if progress is not None:
+        progress(summary.read, summary.channels)
+    # Pins name messages, so they go once every message is in.
+    _write(store, batch.pins)
+
+
+def _read_all(
+    batch: _Batch,
+    first: Any,
+    records: Iterator[Any],
+    on_problem: Callable[[str], None],
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    team, summary, pins = batch.team, batch.summary, batch.pins
     me = SelfIdentity()
 
-    def flush() -> None:
-        summary.count(_write(store, posted))
-        _write(store, other)
-        posted.clear()
-        other.clear()
-        if progress is not None:
-            progress(summary.read, summary.channels)
+    def refuse(problem: Problem | str) -> None:
+        summary.refused += 1
+        summary.problems.append(str(problem))
+        on_problem(str(problem))
 
     for record in _chain(first, records):
         if isinstance(record, Problem):
-            summary.refused += 1
-            summary.problems.append(str(record))
-            on_problem(str(record))
+            refuse(record)
         elif isinstance(record, ExportChannel):
             summary.channels += 1
-            other.append(ChannelNamed(team, record.id, record.name))
+            batch.other.append(ChannelNamed(team, record.id, record.name))
             pins += [PinChanged(team, record.id, ts, "", True) for ts in record.pins]
-        elif isinstance(record, ExportMessage):
-            summary.read += 1
-            message = _message(record, me, summary, on_problem)
-            if message is not None:
-                posted.append(MessagePosted(team, message))
-                other.extend(
-                    FileShared(team, f, message.channel, message.ts) for f in message.files
-                )
-            if len(posted) >= BATCH:
-                flush()
-    flush()
-    # Pins name messages, so they go once every message is in.
-    _write(store, pins)
+        elif isinstance(record, ExportDay):
+            if record.channel.id != batch.channel:
+                batch.flush()
+                batch.channel = record.channel.id
+            _day(record, batch, me, refuse)
+            if len(batch.rows) >= BATCH:
+                batch.flush()
+                if progress is not None:
+                    progress(summary.read, summary.channels)
+
+
+def _day(
+    day: ExportDay, batch: _Batch, me: SelfIdentity, refuse: Callable[[Problem | str], None]
+) -> None:
+    """A day's messages into ``batch``: plain ones straight to rows, the rest through intake."""
+    rows, summary = batch.rows, batch.summary
+    for index, raw in enumerate(day.messages):
+        problem = message_problem(raw, day.name)
+        if problem is None and day.escapes:
+            problem = unicode_problem(raw, day.name)
+        if problem is not None:
+            refuse(Problem(f"{day.name} #{index}", problem.what))
+            continue
+        summary.read += 1
+        row = plain_row(raw)
+        if row is not None:
+            rows.append(row)
+            continue
+        message = _message(
+            ExportMessage(day.channel, raw, f"{day.name} #{index}"), me, summary, refuse
+        )
+        if message is not None:
+            rows.append(row_of(message))
+            batch.other.extend(
+                FileShared(batch.team, f, message.channel, message.ts) for f in message.files
+            )
 
 
 def _chain(first: Any, rest: Iterable[Any]) -> Iterator[Any]:
@@ -195,7 +290,7 @@ def _message(
     record: ExportMessage,
     me: SelfIdentity,
     summary: ImportSummary,
-    on_problem: Callable[[str], None],
+    refuse: Callable[[str], None],
 ) -> Message | None:
     """The exported message as live intake would record it; None when it records nothing."""
     raw = dict(record.message)
@@ -207,10 +302,7 @@ def _message(
     if isinstance(action, Record):
         return action.message
     if isinstance(action, Ignore) and action.reason.startswith("malformed "):
-        line = f"{record.where}: {action.reason.split(': ', 1)[-1]}"
-        summary.refused += 1
-        summary.problems.append(line)
-        on_problem(line)
+        refuse(f"{record.where}: {action.reason.split(': ', 1)[-1]}")
         return None
     # Ignored as live intake ignores it (joins, leaves); an edit or deletion event in an
     # export is not a message of its own.
