@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from chanctx.bot.core.channel_view import EngineView
 from chanctx.bot.export.importer import import_export
 from chanctx.bot.replay.offline import OfflineBot
@@ -71,12 +72,15 @@ def exported_channel() -> dict[str, bytes]:
     ]  # fmt: skip
     users = [dict(u, team_id=TEAM) for u in STATE["users"].values()]
     channels = [{"id": CHANNEL, "name": "general", "members": ["U1", "U2"]}]
-    dump = lambda value: json.dumps(value, ensure_ascii=False, indent=4).encode()  # noqa: E731
     return {
         "users.json": dump(users),
         "channels.json": dump(channels),
         f"general/{'2026-06-09'}.json": dump(day),
     }
+
+
+def dump(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, indent=4).encode()
 
 
 def bot_on(data: Path) -> OfflineBot:
@@ -122,6 +126,7 @@ def stored(data: Path) -> dict[str, Any]:
         store.close()
 
 
+@pytest.mark.slow
 def test_an_imported_channel_gives_the_context_the_live_channel_gives(tmp_path: Path) -> None:
     live, imported = tmp_path / "live", tmp_path / "imported"
     first_run(live, live_events())
