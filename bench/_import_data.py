@@ -138,7 +138,7 @@ class _Day:
         self.rng, self.users, self.day = rng, users, day
 
     def messages(self, count: int) -> list[dict[str, Any]]:
-        rng, out = self.rng, []
+        rng, out = self.rng, list[dict[str, Any]]()
         base = START + self.day * DAY
         step = DAY / (count + 1)
         seq = 0
@@ -236,7 +236,7 @@ def _plan(total: int, workspace: Workspace) -> Iterator[tuple[Conversation, int,
 
 
 def write_export(
-    path: Path, total: int, *, seed: int = 27, progress: Callable[[int], None] | None = None
+    path: Path, total: int, *, seed: int = 27, progress: Callable[[int], object] | None = None
 ) -> int:
     """Write an export of about ``total`` messages to the ZIP ``path``; messages written."""
     rng = random.Random(seed)

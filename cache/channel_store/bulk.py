@@ -37,7 +37,8 @@ from chanctx.context import FileRef, Message
 __all__ = ["MessageRow", "message_row", "plain_message_row", "post_rows", "row_message", "row_of"]
 
 _IS_BOT, _IS_BROADCAST = 1, 16
-_SCALES: tuple[int, ...] = tuple(10**9 // 10**digits for digits in range(10))  # by fractional digits
+# The scale of a ts by its count of fractional digits.
+_SCALES: tuple[int, ...] = tuple(10**9 // 10**digits for digits in range(10))
 _INSERT = (
     "INSERT INTO messages (id, chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
     "reply_count, flags, more, version, deleted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
