@@ -17,6 +17,7 @@ intake's models). On a store other than SQLite, ``post_rows`` is ``write`` of th
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 
 from chanctx.cache._ts_keys import raw_ts_key
@@ -39,9 +40,10 @@ __all__ = ["MessageRow", "message_row", "plain_message_row", "post_rows", "row_m
 _IS_BOT, _IS_BROADCAST = 1, 16
 # The scale of a ts by its count of fractional digits.
 _SCALES: tuple[int, ...] = tuple(10**9 // 10**digits for digits in range(10))
+# New rows take the next ids (max + 1, ...): the writer is alone in its transaction.
 _INSERT = (
-    "INSERT INTO messages (id, chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
-    "reply_count, flags, more, version, deleted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO messages (chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
+    "reply_count, flags, more, version, deleted) VALUES ({chan}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -170,18 +172,32 @@ def _post(
         else:
             applier.apply(MessagePosted(team, row_message(channel, row)), result)
     if new:
-        first = int(db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]) + 1
-        db.executemany(_INSERT, [(first + i, chan, *row) for i, row in enumerate(new)])
-        db.executemany(
-            f"INSERT INTO {fts_table(chan)} (rowid, doc) VALUES (?, ?)",
-            [
-                (first + i, row[5] if row[8] is None else document(row[5], row[8]))
-                for i, row in enumerate(new)
-            ],
-        )
+        _insert(db, chan, new)
         result.applied += len(new)
     for row in one_by_one:
         applier.apply(MessagePosted(team, row_message(channel, row)), result)
+
+
+def _insert(db: sqlite3.Connection, chan: int, rows: list[MessageRow]) -> None:
+    """New rows, and their documents into the channel's index, with no Python work a row:
+    the rows are bound as they are (the channel id is part of the statement), and the index
+    is filled from the inserted rows by one INSERT ... SELECT (a row with ``more`` has a
+    document of its own, computed here: those are few)."""
+    last = int(db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
+    db.executemany(_INSERT.format(chan=int(chan)), rows)
+    table = fts_table(chan)
+    db.execute(
+        f"INSERT INTO {table} (rowid, doc) SELECT id, text FROM messages "
+        "WHERE id > ? AND more IS NULL",
+        (last,),
+    )
+    richer = db.execute(
+        "SELECT id, text, more FROM messages WHERE id > ? AND more IS NOT NULL", (last,)
+    ).fetchall()
+    db.executemany(
+        f"INSERT INTO {table} (rowid, doc) VALUES (?, ?)",
+        [(row_id, document(text, more)) for row_id, text, more in richer],
+    )
 
 
 def _stored(applier: Applier, chan: int, keys: list[int]) -> dict[int, _Row]:
