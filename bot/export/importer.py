@@ -10,9 +10,7 @@ it again, and a later export adds only what is new.
 
 from __future__ import annotations
 
-import queue
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -150,10 +148,9 @@ def _name(user: ExportUser) -> str:
 class _Batch:
     """One conversation's rows waiting for their transaction, and the events that follow.
 
-    A full batch is written by a thread of its own while the next day files are parsed:
-    SQLite indexes the rows without holding the GIL, so reading and writing overlap. One
-    batch waits at most, so memory stays at two batches; batches commit in order, so a
-    stopped import resumes exactly as before.
+    (Writing on a thread of its own while the next day files were parsed was tried: SQLite
+    releases the GIL, but on this 2-core machine the handoffs cost more CPU and wall time than
+    the overlap saved.)
     """
 
     def __init__(self, store: ChannelStore, team: str, summary: ImportSummary) -> None:
@@ -162,42 +159,13 @@ class _Batch:
         self.rows: list[MessageRow] = []
         self.other: list[StoreEvent] = []  # names and file records, after the rows
         self.pins: list[StoreEvent] = []  # written once every message is in
-        self._queue: queue.Queue[tuple[str, list[MessageRow], list[StoreEvent]] | None] = (
-            queue.Queue(maxsize=1)
-        )
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._write_all, name="import-writer", daemon=True)
-        self._thread.start()
 
     def flush(self) -> None:
-        """Hand the batch to the writer (blocks while the one before it still waits)."""
-        self._check()
-        if self.rows or self.other:
-            self._queue.put((self.channel, self.rows, self.other))
-            self.rows, self.other = [], []
-
-    def close(self) -> None:
-        """Write what is left and wait for the writer; its error, if any, is raised here."""
-        if self._thread.is_alive():
-            self.flush()
-            self._queue.put(None)
-            self._thread.join()
-        self._check()
-
-    def _check(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-    def _write_all(self) -> None:
-        while (item := self._queue.get()) is not None:
-            if self._error is not None:
-                continue  # drain: the main thread stops at its next flush
-            channel, rows, other = item
-            try:
-                self.summary.count(post_rows(self.store, self.team, channel, rows))
-                _write(self.store, other)
-            except BaseException as error:  # StoreFull, a closed store: the import stops
-                self._error = error
+        """One transaction for the rows, then one for the names and file records."""
+        if self.rows:
+            self.summary.count(post_rows(self.store, self.team, self.channel, self.rows))
+        _write(self.store, self.other)
+        self.rows, self.other = [], []
 
 
 def _import_rest(
@@ -210,10 +178,8 @@ def _import_rest(
     progress: Callable[[int, int], None] | None,
 ) -> None:
     batch = _Batch(store, team, summary)
-    try:
-        _read_all(batch, first, records, on_problem, progress)
-    finally:
-        batch.close()
+    _read_all(batch, first, records, on_problem, progress)
+    batch.flush()
     if progress is not None:
         progress(summary.read, summary.channels)
     # Pins name messages, so they go once every message is in.
