@@ -11,8 +11,9 @@ measurement runs in a process of its own, so its peak RSS (``ru_maxrss``) is its
 * the per-event path it replaced (every message through live intake and ``store.write``), on
   the first ``--before`` messages, for the before/after ratio in the same run.
 
-Wall-clock rates on a shared machine move with the other load; CPU seconds (the process's,
-both threads) and the ratios to the parse in the same run are the steadier numbers.
+Wall-clock rates on a shared machine move with the other load; CPU seconds (the process's)
+and the ratios to the parse in the same run are the steadier numbers. The per-event path here
+writes the messages only (the old importer also wrote names and file records: a little more).
 
     python -m bench.import_export [--messages 1000000] [--before 100000] [--dir DIR]
 """
@@ -166,7 +167,7 @@ def report(total: int, parse: dict[str, Any], bulk: dict[str, Any], old: dict[st
         f"A generated export of {total:,} messages (`bench/_import_data.py`: 24 conversations, "
         "public and private channels, DMs and group DMs; threads, edits, reactions, files, bots, "
         "joins, topic changes, non-ASCII text; Slack's 4-space JSON in a ZIP). Each line is its "
-        "own process (peak RSS is `ru_maxrss`); CPU is the process's, both threads. Store bytes: "
+        "own process (peak RSS is `ru_maxrss`); CPU is the process's own. Store bytes: "
         "the database with its log after the final checkpoint, per imported message.",
         "",
         "| path | messages | wall s | msg/s (wall) | CPU s | msg per CPU s | CPU per message "
