@@ -74,11 +74,11 @@ def message_row(
         and subtype is None
         and latest_reply is None
         and edited_ts is None
-        and thread_ts is None
         and not (files or reactions or reply_users)
-    ):  # most messages: nothing beyond ts, author and text (``more`` stays NULL)
+    ):  # most messages and replies: nothing beyond the columns (``more`` stays NULL)
         flags = (_IS_BOT if is_bot else 0) | (_IS_BROADCAST if is_broadcast else 0)
-        return (_key(ts), ts, None, None, user_id, text, reply_count, flags, None, 0, 0)
+        thread_key = None if thread_ts is None else _key(thread_ts)
+        return (_key(ts), ts, thread_key, thread_ts, user_id, text, reply_count, flags, None, 0, 0)
     more = more_json(
         author_name=author_name,
         bot_id=bot_id,
