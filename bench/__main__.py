@@ -3,6 +3,7 @@
     python -m bench list                 # the registered modules and their sections
     python -m bench all [--data DIR]     # run every one (about half an hour on 2 cores)
     python -m bench NAME [NAME ...]      # run some (e.g. ``python -m bench locomo``)
+    python -m bench import               # = import_export (``import`` is a Python keyword)
 
 Each module runs in its own process (``python -m bench.NAME``), so one bench's memory and
 warm caches never colour another's numbers. A module that exits non-zero (a bar missed, or a
@@ -23,6 +24,8 @@ from bench._registry import BENCHES
 from bench._results import RESULTS, section_stamps
 
 ROOT = Path(__file__).resolve().parents[1]
+# Names a module cannot have (``import`` is a keyword): the command name -> the module.
+ALIASES = {"import": "import_export"}
 
 
 def _run(name: str, data: str | None) -> tuple[int, list[str]]:
@@ -51,7 +54,7 @@ def main(argv: Sequence[str]) -> int:
         for name, sections in BENCHES.items():
             print(f"{name}: " + "; ".join(sections))
         return 0
-    names = list(BENCHES) if args == ["all"] else args
+    names = list(BENCHES) if args == ["all"] else [ALIASES.get(a, a) for a in args]
     unknown = [n for n in names if n not in BENCHES]
     if unknown:
         print(

@@ -29,6 +29,7 @@ BENCHES: Final[dict[str, tuple[str, ...]]] = {
     "store": ("Channel store",),
     "store_postgres": ("Channel store on PostgreSQL",),
     "store_served": ("Channel store served",),
+    "import_export": ("Import",),
     # Last: it draws the pictures from the tables the others wrote.
     "plots": ("Plots",),
 }

@@ -57,7 +57,9 @@ def run_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     only = {c.strip() for c in args.channels.split(",") if c.strip()} if args.channels else None
     data_dir = args.data_dir or Path(env.get("CHANCTX_DATA_DIR") or ".chanctx")
     try:
-        store = SqliteChannelStore(data_dir)
+        # NORMAL, not FULL: an import is re-runnable (what a power cut loses, running it again
+        # brings back), so it skips the fsync a commit; close() checkpoints the log at the end.
+        store = SqliteChannelStore(data_dir, synchronous="NORMAL")
     except ChanctxError as error:
         print(f"chanctx import: {error}", file=sys.stderr)
         return 2

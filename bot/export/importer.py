@@ -19,22 +19,28 @@ from typing import Any
 
 from chanctx.bot.export.reader import (
     ExportChannel,
+    ExportDay,
     ExportMessage,
     ExportUser,
     Problem,
+    message_problem,
     read_export,
+    unicode_problem,
 )
+from chanctx.bot.export.rows import plain_row
 from chanctx.bot.export.source import NotAnExport, open_source
 from chanctx.bot.slack.intake import Ignore, Record, SelfIdentity, intake
 from chanctx.cache.channel_store import (
     ChannelNamed,
     ChannelStore,
     FileShared,
-    MessagePosted,
+    MessageRow,
     PinChanged,
     StoreEvent,
     UserNamed,
     WriteResult,
+    post_rows,
+    row_of,
 )
 from chanctx.context import ChanctxError, Message
 
@@ -102,7 +108,7 @@ def import_export(
         raise ImportRefused(str(error)) from None
     summary = ImportSummary()
     try:
-        records = read_export(source, only=only)
+        records = read_export(source, only=only, days=True)
         users, first = _leading_users(records)
         workspace = team or _team_of(users)
         if workspace is None:
@@ -139,6 +145,29 @@ def _name(user: ExportUser) -> str:
     return user.display_name or user.real_name or user.name or user.id
 
 
+class _Batch:
+    """One conversation's rows waiting for their transaction, and the events that follow.
+
+    (Writing on a thread of its own while the next day files were parsed was tried: SQLite
+    releases the GIL, but on this 2-core machine the handoffs cost more CPU and wall time than
+    the overlap saved.)
+    """
+
+    def __init__(self, store: ChannelStore, team: str, summary: ImportSummary) -> None:
+        self.store, self.team, self.summary = store, team, summary
+        self.channel = ""
+        self.rows: list[MessageRow] = []
+        self.other: list[StoreEvent] = []  # names and file records, after the rows
+        self.pins: list[StoreEvent] = []  # written once every message is in
+
+    def flush(self) -> None:
+        """One transaction for the rows, then one for the names and file records."""
+        if self.rows:
+            self.summary.count(post_rows(self.store, self.team, self.channel, self.rows))
+        _write(self.store, self.other)
+        self.rows, self.other = [], []
+
+
 def _import_rest(
     store: ChannelStore,
     team: str,
@@ -148,41 +177,73 @@ def _import_rest(
     on_problem: Callable[[str], None],
     progress: Callable[[int, int], None] | None,
 ) -> None:
-    posted: list[StoreEvent] = []  # messages only, so a batch's result counts messages
-    other: list[StoreEvent] = []  # names and file records
-    pins: list[StoreEvent] = []
+    batch = _Batch(store, team, summary)
+    _read_all(batch, first, records, on_problem, progress)
+    batch.flush()
+    if progress is not None:
+        progress(summary.read, summary.channels)
+    # Pins name messages, so they go once every message is in.
+    _write(store, batch.pins)
+
+
+def _read_all(
+    batch: _Batch,
+    first: Any,
+    records: Iterator[Any],
+    on_problem: Callable[[str], None],
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    team, summary, pins = batch.team, batch.summary, batch.pins
     me = SelfIdentity()
 
-    def flush() -> None:
-        summary.count(_write(store, posted))
-        _write(store, other)
-        posted.clear()
-        other.clear()
-        if progress is not None:
-            progress(summary.read, summary.channels)
+    def refuse(problem: Problem | str) -> None:
+        summary.refused += 1
+        summary.problems.append(str(problem))
+        on_problem(str(problem))
 
     for record in _chain(first, records):
         if isinstance(record, Problem):
-            summary.refused += 1
-            summary.problems.append(str(record))
-            on_problem(str(record))
+            refuse(record)
         elif isinstance(record, ExportChannel):
             summary.channels += 1
-            other.append(ChannelNamed(team, record.id, record.name))
+            batch.other.append(ChannelNamed(team, record.id, record.name))
             pins += [PinChanged(team, record.id, ts, "", True) for ts in record.pins]
-        elif isinstance(record, ExportMessage):
-            summary.read += 1
-            message = _message(record, me, summary, on_problem)
-            if message is not None:
-                posted.append(MessagePosted(team, message))
-                other.extend(
-                    FileShared(team, f, message.channel, message.ts) for f in message.files
-                )
-            if len(posted) >= BATCH:
-                flush()
-    flush()
-    # Pins name messages, so they go once every message is in.
-    _write(store, pins)
+        elif isinstance(record, ExportDay):
+            if record.channel.id != batch.channel:
+                batch.flush()
+                batch.channel = record.channel.id
+            _day(record, batch, me, refuse)
+            if len(batch.rows) >= BATCH:
+                batch.flush()
+                if progress is not None:
+                    progress(summary.read, summary.channels)
+
+
+def _day(
+    day: ExportDay, batch: _Batch, me: SelfIdentity, refuse: Callable[[Problem | str], None]
+) -> None:
+    """A day's messages into ``batch``: plain ones straight to rows, the rest through intake."""
+    rows, summary = batch.rows, batch.summary
+    for index, raw in enumerate(day.messages):
+        problem = message_problem(raw, day.name)
+        if problem is None and day.escapes:
+            problem = unicode_problem(raw, day.name)
+        if problem is not None:
+            refuse(Problem(f"{day.name} #{index}", problem.what))
+            continue
+        summary.read += 1
+        row = plain_row(raw)
+        if row is not None:
+            rows.append(row)
+            continue
+        message = _message(
+            ExportMessage(day.channel, raw, f"{day.name} #{index}"), me, summary, refuse
+        )
+        if message is not None:
+            rows.append(row_of(message))
+            batch.other.extend(
+                FileShared(batch.team, f, message.channel, message.ts) for f in message.files
+            )
 
 
 def _chain(first: Any, rest: Iterable[Any]) -> Iterator[Any]:
@@ -195,7 +256,7 @@ def _message(
     record: ExportMessage,
     me: SelfIdentity,
     summary: ImportSummary,
-    on_problem: Callable[[str], None],
+    refuse: Callable[[str], None],
 ) -> Message | None:
     """The exported message as live intake would record it; None when it records nothing."""
     raw = dict(record.message)
@@ -207,10 +268,7 @@ def _message(
     if isinstance(action, Record):
         return action.message
     if isinstance(action, Ignore) and action.reason.startswith("malformed "):
-        line = f"{record.where}: {action.reason.split(': ', 1)[-1]}"
-        summary.refused += 1
-        summary.problems.append(line)
-        on_problem(line)
+        refuse(f"{record.where}: {action.reason.split(': ', 1)[-1]}")
         return None
     # Ignored as live intake ignores it (joins, leaves); an edit or deletion event in an
     # export is not a message of its own.

@@ -22,10 +22,13 @@ from chanctx.bot.export.source import ExportSource, MemberRefused, unsafe_reason
 
 __all__ = [
     "ExportChannel",
+    "ExportDay",
     "ExportMessage",
     "ExportUser",
     "Problem",
+    "message_problem",
     "read_export",
+    "unicode_problem",
 ]
 
 Kind = Literal["public", "private", "dm", "mpim"]
@@ -36,8 +39,9 @@ _LISTS: tuple[tuple[str, Kind], ...] = (
     ("mpims.json", "mpim"),
 )
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}\.json$")
-_TS = re.compile(r"^\d{1,10}\.\d{1,6}$")
+_TS = re.compile(r"\d{1,10}\.\d{1,6}")  # whole (fullmatch): no trailing newline either
 _ID = re.compile(r"^[A-Z0-9]{2,30}$")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,26 @@ class ExportMessage:
 
 
 @dataclass(frozen=True)
+class ExportDay:
+    """One day file's messages as parsed (a list; each item still to be checked with
+    :func:`message_problem`): what ``read_export(..., days=True)`` yields instead of
+    one record per message, so a fast reader pays nothing per message it does not need."""
+
+    channel: ExportChannel
+    name: str  # "general/2024-05-01.json"
+    messages: list[Any]
+    escapes: bool = False  # the file holds a surrogate escape (see unicode_problem)
+
+    def records(self) -> Iterator[ExportMessage | Problem]:
+        for index, message in enumerate(self.messages):
+            where = f"{self.name} #{index}"
+            problem = message_problem(message, where)
+            if problem is None and self.escapes:
+                problem = unicode_problem(message, where)
+            yield ExportMessage(self.channel, message, where) if problem is None else problem
+
+
+@dataclass(frozen=True)
 class Problem:
     where: str
     what: str
@@ -86,12 +110,15 @@ class _Lists:
     found_any: bool = False
 
 
-Record = ExportUser | ExportChannel | ExportMessage | Problem
+Record = ExportUser | ExportChannel | ExportMessage | ExportDay | Problem
 
 
-def read_export(source: ExportSource, *, only: set[str] | None = None) -> Iterator[Record]:
+def read_export(
+    source: ExportSource, *, only: set[str] | None = None, days: bool = False
+) -> Iterator[Record]:
     """Users, then conversations, then their messages day by day; ``Problem`` for what could
-    not be read. ``only``: conversation ids or names to read (others are not opened)."""
+    not be read. ``only``: conversation ids or names to read (others are not opened).
+    ``days``: one :class:`ExportDay` a day file instead of a record a message."""
     names = sorted(source.names())
     for name in names:
         reason = unsafe_reason(name)
@@ -108,29 +135,41 @@ def read_export(source: ExportSource, *, only: set[str] | None = None) -> Iterat
         if unsafe_reason(folder) is None:
             yield Problem(folder + "/", "a folder no conversation list names; skipped")
     for channel in chosen:
-        days = [n for n in names if n.startswith(channel.folder + "/")]
-        for day in days:
+        files = [n for n in names if n.startswith(channel.folder + "/")]
+        for day in files:
             if not _DAY.match(day.removeprefix(channel.folder + "/")):
                 yield Problem(day, "not a day file (YYYY-MM-DD.json); skipped")
                 continue
-            yield from _day(source, channel, day)
+            found = _day(source, channel, day)
+            if isinstance(found, Problem) or days:
+                yield found
+            else:
+                yield from found.records()
 
 
 def _load(source: ExportSource, name: str) -> tuple[Any, Problem | None]:
+    data, problem, _ = _load_raw(source, name)
+    return data, problem
+
+
+def _load_raw(source: ExportSource, name: str) -> tuple[Any, Problem | None, bytes]:
+    """The parsed file (or the problem reading it) and its bytes."""
     try:
         raw = source.read(name)
     except MemberRefused as error:
-        return None, Problem(name, str(error).removeprefix(f"{name}: "))
+        return None, Problem(name, str(error).removeprefix(f"{name}: ")), b""
     try:
-        return json.loads(raw.decode("utf-8")), None
+        return json.loads(raw.decode("utf-8")), None, raw
     except UnicodeDecodeError as error:
-        return None, Problem(name, f"not UTF-8 (byte {error.start})")
+        return None, Problem(name, f"not UTF-8 (byte {error.start})"), raw
     except json.JSONDecodeError as error:
-        return None, Problem(
-            name, f"not JSON (line {error.lineno}, column {error.colno}: {error.msg})"
+        return (
+            None,
+            Problem(name, f"not JSON (line {error.lineno}, column {error.colno}: {error.msg})"),
+            raw,
         )
     except RecursionError:
-        return None, Problem(name, "JSON nested too deeply")
+        return None, Problem(name, "JSON nested too deeply"), raw
 
 
 def _users(source: ExportSource, names: list[str]) -> Iterator[ExportUser | Problem]:
@@ -215,20 +254,31 @@ def _channel(entry: Any, kind: Kind) -> ExportChannel | None:
     )
 
 
-def _day(source: ExportSource, channel: ExportChannel, day: str) -> Iterator[Record]:
-    data, problem = _load(source, day)
+def _day(source: ExportSource, channel: ExportChannel, day: str) -> ExportDay | Problem:
+    data, problem, raw = _load_raw(source, day)
     if problem is not None:
-        yield problem
-        return
+        return problem
     if not isinstance(data, list):
-        yield Problem(day, "not a JSON array of messages")
-        return
-    for index, message in enumerate(data):
-        where = f"{day} #{index}"
-        if not isinstance(message, dict):
-            yield Problem(where, "not a message object")
-        elif not isinstance(message.get("ts"), str) or not _TS.match(message["ts"]):
-            ts = message.get("ts")
-            yield Problem(where, "no ts" if ts is None else f"ts {ts!r} is not a Slack ts")
-        else:
-            yield ExportMessage(channel, message, where)
+        return Problem(day, "not a JSON array of messages")
+    return ExportDay(channel, day, data, _SURROGATE_ESCAPE.search(raw) is not None)
+
+
+def message_problem(message: Any, where: str) -> Problem | None:
+    """Why an item of a day file is no message (None when it has a usable ts)."""
+    if not isinstance(message, dict):
+        return Problem(where, "not a message object")
+    ts = message.get("ts")
+    if not isinstance(ts, str) or not _TS.fullmatch(ts):
+        return Problem(where, "no ts" if ts is None else f"ts {ts!r} is not a Slack ts")
+    return None
+
+
+def unicode_problem(message: Any, where: str) -> Problem | None:
+    """A message holding a lone surrogate (a ``\\ud800`` escape JSON allows but UTF-8 cannot
+    store): refused, as it could not be written. Checked only in a day whose bytes hold such
+    an escape (``ExportDay.escapes``), since a valid pair is an escape too."""
+    try:
+        json.dumps(message, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as error:
+        return Problem(where, f"not valid Unicode (a lone surrogate at character {error.start})")
+    return None

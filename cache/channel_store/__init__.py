@@ -2,7 +2,8 @@
 and name the bot receives, for every workspace, on disk before the event is acknowledged.
 
 ``ChannelStore`` is the interface; ``SqliteChannelStore`` the embedded backend (one SQLite file
-in the data dir, WAL). ``GroupCommitter`` batches many callers' events into one commit. The
+in the data dir, WAL). ``GroupCommitter`` batches many callers' events into one commit; ``post_rows`` (module
+``bulk``) posts many messages of a channel at once, for imports. The
 events and records are in ``_records``; the rules (ts is the key, tombstones win, an older copy
 never undoes an edit) are in its docstring. docs/store.md says how the bot uses it.
 """
@@ -40,6 +41,14 @@ from chanctx.cache.channel_store._records import (
     WriteResult,
 )
 from chanctx.cache.channel_store._schema import SCHEMA_VERSION
+from chanctx.cache.channel_store.bulk import (
+    MessageRow,
+    message_row,
+    plain_message_row,
+    post_rows,
+    row_message,
+    row_of,
+)
 from chanctx.cache.channel_store.postgres import PostgresChannelStore, StoreUnavailable
 from chanctx.cache.channel_store.sqlite import DB_NAME, SqliteChannelStore
 
@@ -60,6 +69,7 @@ __all__ = [
     "MessageDeleted",
     "MessageEdited",
     "MessagePosted",
+    "MessageRow",
     "PinChanged",
     "PostgresChannelStore",
     "ReactionChanged",
@@ -75,4 +85,9 @@ __all__ = [
     "UserForgotten",
     "UserNamed",
     "WriteResult",
+    "message_row",
+    "plain_message_row",
+    "post_rows",
+    "row_message",
+    "row_of",
 ]

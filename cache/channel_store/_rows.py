@@ -25,6 +25,7 @@ __all__ = [
     "document",
     "match_query",
     "message_from_row",
+    "more_json",
     "row_from_message",
     "version_of",
 ]
@@ -46,23 +47,47 @@ def _flags(message: Message) -> int:
 
 
 def _more(message: Message) -> str | None:
+    return more_json(
+        author_name=message.author_name,
+        bot_id=message.bot_id,
+        subtype=message.subtype,
+        files=[ref.model_dump(exclude_defaults=True) for ref in message.files],
+        reactions=[(r.name, r.count, r.users) for r in message.reactions],
+        reply_users=message.reply_users,
+        latest_reply=message.latest_reply,
+        edited_ts=message.edited_ts,
+    )
+
+
+def more_json(
+    *,
+    author_name: str | None = None,
+    bot_id: str | None = None,
+    subtype: str | None = None,
+    files: Sequence[dict[str, Any]] = (),
+    reactions: Sequence[tuple[str, int, Sequence[str]]] = (),
+    reply_users: Sequence[str] = (),
+    latest_reply: str | None = None,
+    edited_ts: str | None = None,
+) -> str | None:
+    """The ``more`` column: the rarely set fields as compact JSON, None when all are unset."""
     more: dict[str, Any] = {}
-    if message.author_name is not None:
-        more["a"] = message.author_name
-    if message.bot_id is not None:
-        more["b"] = message.bot_id
-    if message.subtype is not None:
-        more["s"] = message.subtype
-    if message.files:
-        more["f"] = [ref.model_dump(exclude_defaults=True) for ref in message.files]
-    if message.reactions:
-        more["r"] = [[r.name, r.count, list(r.users)] for r in message.reactions]
-    if message.reply_users:
-        more["u"] = list(message.reply_users)
-    if message.latest_reply is not None:
-        more["l"] = message.latest_reply
-    if message.edited_ts is not None:
-        more["e"] = message.edited_ts
+    if author_name is not None:
+        more["a"] = author_name
+    if bot_id is not None:
+        more["b"] = bot_id
+    if subtype is not None:
+        more["s"] = subtype
+    if files:
+        more["f"] = list(files)
+    if reactions:
+        more["r"] = [[name, count, list(users)] for name, count, users in reactions]
+    if reply_users:
+        more["u"] = list(reply_users)
+    if latest_reply is not None:
+        more["l"] = latest_reply
+    if edited_ts is not None:
+        more["e"] = edited_ts
     return json.dumps(more, separators=(",", ":"), ensure_ascii=False) if more else None
 
 

@@ -137,14 +137,23 @@ class SqliteChannelStore(Reads):
 
         All or nothing: an error (a bad ts, :class:`StoreFull`) leaves the store as it was.
         """
+
+        def apply_all(applier: Applier, result: WriteResult) -> None:
+            for event in events:
+                applier.apply(event, result)
+
+        return self.transact(apply_all)
+
+    def transact(self, apply: Callable[[Applier, WriteResult], None]) -> WriteResult:
+        """Run ``apply`` in one writer transaction, as :meth:`write` runs its events (the bulk
+        writer of ``bulk`` goes through here); the same rollback, errors and erase pass."""
         db = self._writer()
         result = WriteResult()
         with self._write_lock:
             self._applier.horizon = self._horizon()
             try:
                 db.execute("BEGIN IMMEDIATE")
-                for event in events:
-                    self._applier.apply(event, result)
+                apply(self._applier, result)
                 db.execute("COMMIT")
             except BaseException as error:
                 if db.in_transaction:

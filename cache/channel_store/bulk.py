@@ -1,0 +1,226 @@
+"""Posting many messages of one channel at once: the write path of ``chanctx import``.
+
+``post_rows(store, team, channel, rows)`` stores what ``store.write`` would store for the same
+``MessagePosted`` events in that order (ts is the key, a tombstone wins, an older copy never
+undoes an edit, a root's thread counters are kept from the copy that knows more), in one
+transaction, but does the common case of an import in bulk: the batch's stored rows are read in
+one query, the rows the store lacks go in with one ``executemany`` into ``messages`` and one
+into the channel's full-text index, and a row identical to the stored one is counted as known
+without building a message. What is not that simple (a copy differing from the stored row, a
+tombstone, a key twice in the batch) goes through the same per-event rule as ``write``.
+
+Rows are built without a pydantic model: :func:`message_row` takes values the caller has
+already checked (the import checks Slack's shapes itself and leaves anything unusual to live
+intake's models). On a store other than SQLite, ``post_rows`` is ``write`` of the same events.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+from chanctx.cache._ts_keys import raw_ts_key
+from chanctx.cache.channel_store._apply import _COLUMNS, Applier, _Row
+from chanctx.cache.channel_store._protocol import ChannelStore
+from chanctx.cache.channel_store._records import MessagePosted, WriteResult
+from chanctx.cache.channel_store._rows import (
+    MessageRow,
+    document,
+    message_from_row,
+    more_json,
+    row_from_message,
+)
+from chanctx.cache.channel_store._schema import fts_table
+from chanctx.cache.channel_store.sqlite import SqliteChannelStore
+from chanctx.context import FileRef, Message
+
+__all__ = ["MessageRow", "message_row", "plain_message_row", "post_rows", "row_message", "row_of"]
+
+_IS_BOT, _IS_BROADCAST = 1, 16
+# The scale of a ts by its count of fractional digits.
+_SCALES: tuple[int, ...] = tuple(10**9 // 10**digits for digits in range(10))
+# New rows take the next ids (max + 1, ...): the writer is alone in its transaction.
+_INSERT = (
+    "INSERT INTO messages (chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
+    "reply_count, flags, more, version, deleted) VALUES ({chan}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def message_row(
+    ts: str,
+    *,
+    thread_ts: str | None = None,
+    user_id: str = "",
+    text: str = "",
+    reply_count: int = 0,
+    is_bot: bool = False,
+    is_broadcast: bool = False,
+    author_name: str | None = None,
+    bot_id: str | None = None,
+    subtype: str | None = None,
+    files: Sequence[FileRef] = (),
+    reactions: Sequence[tuple[str, int, Sequence[str]]] = (),
+    reply_users: Sequence[str] = (),
+    latest_reply: str | None = None,
+    edited_ts: str | None = None,
+) -> MessageRow:
+    """The stored row of the message these values describe, as ``row_of`` gives for the
+    equal :class:`Message` (someone else's message: not ours, not mentioning us, not a
+    tombstone). The ts values must be valid Slack ts (they are not checked again)."""
+    if (
+        author_name is None
+        and bot_id is None
+        and subtype is None
+        and latest_reply is None
+        and edited_ts is None
+        and not (files or reactions or reply_users)
+    ):  # most messages and replies: nothing beyond the columns (``more`` stays NULL)
+        flags = (_IS_BOT if is_bot else 0) | (_IS_BROADCAST if is_broadcast else 0)
+        thread_key = None if thread_ts is None else _key(thread_ts)
+        return (_key(ts), ts, thread_key, thread_ts, user_id, text, reply_count, flags, None, 0, 0)
+    more = more_json(
+        author_name=author_name,
+        bot_id=bot_id,
+        subtype=subtype,
+        files=[ref.model_dump(exclude_defaults=True) for ref in files],
+        reactions=reactions,
+        reply_users=reply_users,
+        latest_reply=latest_reply,
+        edited_ts=edited_ts,
+    )
+    flags = (_IS_BOT if is_bot else 0) | (_IS_BROADCAST if is_broadcast else 0)
+    return (
+        raw_ts_key(ts),
+        ts,
+        None if thread_ts is None else raw_ts_key(thread_ts),
+        thread_ts,
+        user_id,
+        text,
+        reply_count,
+        flags,
+        more,
+        0 if edited_ts is None else raw_ts_key(edited_ts),
+        0,
+    )
+
+
+def plain_message_row(ts: str, user_id: str, text: str) -> MessageRow:
+    """``message_row(ts, user_id=user_id, text=text)``, for the message most are: a person's
+    text and nothing else (no keywords to pass: a million calls notice)."""
+    return (_key(ts), ts, None, None, user_id, text, 0, 0, None, 0, 0)
+
+
+def _key(ts: str) -> int:
+    """``raw_ts_key`` with one int() instead of two (same value for every valid ts)."""
+    whole, dot, frac = ts.partition(".")
+    return int(whole + frac) * _SCALES[len(frac)] if dot else int(whole) * _SCALES[0]
+
+
+def row_of(message: Message) -> MessageRow:
+    """The stored row of ``message`` (any message, tombstones included)."""
+    return row_from_message(message)
+
+
+def row_message(channel: str, row: MessageRow) -> Message:
+    """The message a row of ``channel`` holds (the inverse of :func:`row_of`)."""
+    return message_from_row(channel, row[1], row[3], row[4], row[5], row[6], row[7], row[8])
+
+
+def post_rows(
+    store: ChannelStore, team: str, channel: str, rows: Sequence[MessageRow]
+) -> WriteResult:
+    """``store.write([MessagePosted(team, m) for m in messages])`` for the messages ``rows``
+    hold, in one transaction; on SQLite the new rows go in bulk."""
+    if not rows:
+        return WriteResult()
+    if isinstance(store, SqliteChannelStore):
+        return store.transact(lambda applier, result: _post(applier, team, channel, rows, result))
+    return store.write([MessagePosted(team, row_message(channel, row)) for row in rows])
+
+
+def _post(
+    applier: Applier, team: str, channel: str, rows: Sequence[MessageRow], result: WriteResult
+) -> None:
+    chan, erased_through = applier.channel(team, channel)
+    horizon = applier.horizon
+    fresh: dict[int, MessageRow] = {}  # first copy of each key: the bulk candidates
+    one_by_one: list[MessageRow] = []  # the rest, in order, through the per-event rule
+    slow_keys: set[int] = set()
+    for row in rows:
+        key = row[0]
+        if row[10] or key in fresh or key in slow_keys:
+            one_by_one.append(row)  # a tombstone, or a key seen before: order matters
+            slow_keys.add(key)
+        elif erased_through is not None and key <= erased_through:
+            result.deleted += 1
+        elif horizon is not None and key < horizon:
+            result.expired += 1
+        else:
+            fresh[key] = row
+    db = applier.db
+    stored = _stored(applier, chan, list(fresh))
+    new: list[MessageRow] = []
+    for key, row in fresh.items():
+        old = stored.get(key)
+        if old is None:
+            new.append(row)
+        elif old.deleted:
+            result.deleted += 1
+        elif _same(old, row):
+            result.known += 1
+        else:
+            applier.apply(MessagePosted(team, row_message(channel, row)), result)
+    if new:
+        _insert(db, chan, new)
+        result.applied += len(new)
+    for row in one_by_one:
+        applier.apply(MessagePosted(team, row_message(channel, row)), result)
+
+
+def _insert(db: sqlite3.Connection, chan: int, rows: list[MessageRow]) -> None:
+    """New rows, and their documents into the channel's index, with no Python work a row:
+    the rows are bound as they are (the channel id is part of the statement), and the index
+    is filled from the inserted rows by one INSERT ... SELECT (a row with ``more`` has a
+    document of its own, computed here: those are few)."""
+    last = int(db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
+    db.executemany(_INSERT.format(chan=int(chan)), rows)
+    table = fts_table(chan)
+    db.execute(
+        f"INSERT INTO {table} (rowid, doc) SELECT id, text FROM messages "
+        "WHERE id > ? AND more IS NULL",
+        (last,),
+    )
+    richer = db.execute(
+        "SELECT id, text, more FROM messages WHERE id > ? AND more IS NOT NULL", (last,)
+    ).fetchall()
+    db.executemany(
+        f"INSERT INTO {table} (rowid, doc) VALUES (?, ?)",
+        [(row_id, document(text, more)) for row_id, text, more in richer],
+    )
+
+
+def _stored(applier: Applier, chan: int, keys: list[int]) -> dict[int, _Row]:
+    """The stored rows among ``keys``, by key, in one query."""
+    if not keys:
+        return {}
+    found = applier.db.execute(
+        f"SELECT ts_key, {_COLUMNS} FROM messages "
+        "WHERE chan = ? AND ts_key IN (SELECT value FROM json_each(?))",
+        (chan, json.dumps(keys)),
+    ).fetchall()
+    return {key: _Row(*columns) for key, *columns in found}
+
+
+def _same(old: _Row, row: MessageRow) -> bool:
+    """The stored row already holds exactly this copy (so the rule says "known")."""
+    return (
+        old.ts == row[1]
+        and old.thread_ts == row[3]
+        and old.user_id == row[4]
+        and old.text == row[5]
+        and old.reply_count == row[6]
+        and old.flags == row[7]
+        and old.more == row[8]
+        and old.version == row[9]
+    )

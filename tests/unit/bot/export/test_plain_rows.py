@@ -1,0 +1,125 @@
+"""The import's fast path agrees with live intake: for any exported message, ``plain_row``
+either gives exactly the row intake's message would be stored as, or steps aside (None) and
+the importer asks intake. Fields come in the shapes Slack writes and in wrong ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from chanctx.bot.export.reader import message_problem
+from chanctx.bot.export.rows import plain_row
+from chanctx.bot.slack.intake import Record, SelfIdentity, intake
+from chanctx.cache.channel_store import row_of
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+TS = st.sampled_from(["1700000000.000100", "1700000001.5", "1700000002.000300", "9.000001"])
+ODD = st.one_of(
+    st.none(),
+    st.just(""),
+    st.integers(-2, 3),
+    st.booleans(),
+    st.floats(allow_nan=False),
+    st.text(max_size=5),
+    st.lists(st.text(max_size=3), max_size=2),
+    st.dictionaries(st.sampled_from(["ts", "user", "name"]), st.text(max_size=4), max_size=2),
+)
+STRINGS = st.lists(st.sampled_from(["U1", "U2"]), max_size=3)
+REACTION = st.fixed_dictionaries(
+    {"name": st.sampled_from(["eyes", "+1"])},
+    optional={"count": st.integers(0, 3), "users": STRINGS},
+)
+
+
+def good_fields() -> dict[str, st.SearchStrategy[Any]]:
+    """Every field intake reads, in the shapes an export holds them."""
+    return {
+        "type": st.sampled_from(["message", "message", "file"]),
+        "subtype": st.sampled_from(
+            [
+                "",
+                "bot_message",
+                "thread_broadcast",
+                "me_message",
+                "channel_join",
+                "channel_topic",
+                "message_changed",
+                "file_share",
+            ]
+        ),
+        "text": st.one_of(st.none(), st.text(max_size=12)),
+        "user": st.one_of(st.none(), st.sampled_from(["", "U1", "U2"])),
+        "username": st.one_of(st.none(), st.sampled_from(["", "deploybot"])),
+        "bot_id": st.one_of(st.none(), st.sampled_from(["", "B1"])),
+        "bot_profile": st.one_of(
+            st.none(),
+            st.fixed_dictionaries(
+                {}, optional={"name": st.one_of(st.text(max_size=4), st.integers())}
+            ),
+        ),
+        "thread_ts": st.one_of(st.none(), st.just(""), TS),
+        "reply_count": st.integers(-1, 4),
+        "reply_users": STRINGS,
+        "latest_reply": st.one_of(st.none(), st.just(""), TS),
+        "edited": st.one_of(
+            st.none(),
+            st.fixed_dictionaries(
+                {}, optional={"user": st.just("U1"), "ts": st.one_of(TS, st.just(""))}
+            ),
+        ),
+        "reactions": st.lists(REACTION, max_size=2),
+        "files": st.lists(
+            st.fixed_dictionaries({"id": st.just("F1")}, optional={"name": st.just("a.pdf")}),
+            max_size=1,
+        ),
+        "client_msg_id": st.text(max_size=4),
+    }
+
+
+@st.composite
+def exported(draw: st.DrawFn) -> dict[str, Any]:
+    message: dict[str, Any] = {"ts": draw(TS)}
+    for name, good in good_fields().items():
+        roll = draw(st.integers(0, 19))
+        if roll < (17 if name in ("type", "subtype", "files") else 9):
+            continue  # absent, as most fields of most messages
+        message[name] = draw(ODD) if roll == 19 else draw(good)
+    return message
+
+
+def intake_row(raw: dict[str, Any]) -> Any:
+    event = dict(raw)
+    if "file" in event and "files" not in event and isinstance(event["file"], dict):
+        event["files"] = [event["file"]]
+    event["channel"] = "C1"
+    event.setdefault("type", "message")
+    action = intake(event, SelfIdentity())
+    return row_of(action.message) if isinstance(action, Record) else None
+
+
+@pytest.mark.slow
+@settings(max_examples=400)
+@given(exported())
+def test_plain_row_is_intakes_row_or_steps_aside(raw: dict[str, Any]) -> None:
+    assert message_problem(raw, "x") is None
+    fast = plain_row(raw)
+    if fast is not None:
+        assert fast == intake_row(raw)
+
+
+def test_most_messages_are_plain() -> None:
+    person = {"type": "message", "user": "U1", "text": "ça marche", "ts": "1700000000.000100",
+              "client_msg_id": "x", "team": "T1", "user_profile": {"display_name": "ana"}}  # fmt: skip
+    reply = dict(person, thread_ts="1700000000.000050", parent_user_id="U2")
+    edited = dict(person, edited={"user": "U1", "ts": "1700000009.000000"})
+    reacted = dict(person, reactions=[{"name": "eyes", "users": ["U2"], "count": 1}])
+    bot = {"type": "message", "subtype": "bot_message", "bot_id": "B1", "username": "deploybot",
+           "text": "deployed", "ts": "1700000001.000100"}  # fmt: skip
+    broadcast = dict(reply, subtype="thread_broadcast")
+    for raw in (person, reply, edited, reacted, bot, broadcast):
+        fast = plain_row(raw)
+        assert fast is not None and fast == intake_row(raw)
+    joined = dict(person, subtype="channel_join")
+    shared = dict(person, files=[{"id": "F1"}])
+    assert plain_row(joined) is None and plain_row(shared) is None
