@@ -19,7 +19,7 @@ from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.core.turns import NullResponder, Responder
 from chanctx.bot.events.app import build_app
 from chanctx.bot.launch.allocator import limit_arenas
-from chanctx.bot.launch.channel_store import readiness
+from chanctx.bot.launch.channel_store import readiness, shared_store
 from chanctx.bot.launch.options import Options, SettingsError, context_settings, session_settings
 from chanctx.bot.launch.preflight import who_am_i
 from chanctx.bot.launch.settings import RunSettings
@@ -109,6 +109,7 @@ def build_runtime(
             lease=options.turn_lease,
             retention=options.change_retention,
             reactions=(frozenset(options.helpful_reactions), frozenset(options.harmful_reactions)),
+            shared_store=shared_store(channels),
         )
         if link
         else None

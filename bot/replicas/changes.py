@@ -81,34 +81,53 @@ def _action(data: dict[str, Any]) -> IntakeAction:
     return Pin(Message.model_validate(data["m"]), bool(data["add"]))
 
 
-def apply_change(engine: ContextEngine, raw: str | bytes, *, mine: bool) -> str:
-    """Apply one stream entry to ``engine``; its kind. What this replica learned itself
-    (``mine``) is in its caches already; what any replica received is applied here, in order.
-    Raises ValueError/KeyError/TypeError for an entry it cannot read."""
+def apply_change(engine: ContextEngine, raw: str | bytes, *, mine: bool, shared: bool) -> str:
+    """Apply one stream entry to ``engine``; its kind. What any replica received is applied
+    here, in order; what this replica learned itself (``mine``) is in its caches and store
+    already. ``shared``: one store for every replica (PostgreSQL), which the replica that
+    received or fetched it wrote; else each replica keeps its own store, and what the stream
+    says goes into it too, so a restart finds it there without Slack or the stream.
+    Raises ValueError/KeyError/TypeError for an entry it cannot read, and an OSError when
+    the replica's own store cannot take it (the entry is then applied again later)."""
     data = json.loads(raw)
     kind = str(data["k"])
     if kind in EVENT_KINDS:
-        engine.apply(_action(data))
+        engine.apply(_action(data), store=not shared)
     elif mine:
         pass
     elif kind == "warm":
-        engine.learn_warm(data["c"], _messages(data["m"]))
-    elif kind == "msgs":
-        engine.learn_messages(_messages(data["m"]))
-    elif kind == "thread":
+        messages = _messages(data["m"])
+        engine.learn_warm(data["c"], messages)
+        if engine.record is not None and not shared:
+            limit = engine.settings.cold_start_messages
+            engine.record.warmed(data["c"], messages, limit=limit)
+    elif kind in ("msgs", "thread"):
+        _learn(engine, data, kind, shared=shared)
+    elif kind == "name":
+        engine.learn_name(data["t"], data["id"], data["v"])
+        if engine.record is not None and not shared:
+            engine.record.named(data["t"], data["id"], data["v"])
+    else:
+        raise KeyError(kind)
+    return kind
+
+
+def _learn(engine: ContextEngine, data: dict[str, Any], kind: str, *, shared: bool) -> None:
+    """Messages another replica fetched from Slack: a page, or (part of) a thread."""
+    messages = _messages(data["m"])
+    if kind == "msgs":
+        engine.learn_messages(messages)
+    else:
         partial = data.get("partial")
         engine.learn_thread(
             data["c"],
             data["r"],
-            _messages(data["m"]),
+            messages,
             complete=bool(data["whole"]),
             partial=(partial[0], partial[1]) if partial else None,
         )
-    elif kind == "name":
-        engine.learn_name(data["t"], data["id"], data["v"])
-    else:
-        raise KeyError(kind)
-    return kind
+    if engine.record is not None and not shared:
+        engine.record.fetched(messages)
 
 
 def thread_fill(

@@ -62,12 +62,15 @@ class Replicas:
         retention: int,
         name: str | None = None,
         reactions: tuple[frozenset[str], frozenset[str]] = (HELPFUL, HARMFUL),
+        shared_store: bool = False,
     ) -> None:
         self.link = link
         self.team = team
         self.name = name or replica_name()
         self.lease = lease
-        self.feed = ChangeFeed(link, engine, team, self.name, retention=retention)
+        self.feed = ChangeFeed(
+            link, engine, team, self.name, retention=retention, shared=shared_store
+        )
         self.turns = RedisTurnStore(link.client, team, self.name)
         self.sessions = RedisSessionStore(link.client, team)
         self.feedback = RedisFeedbackStore(
