@@ -74,10 +74,15 @@ def found(bot: BotProcess, text: str, wanted: str) -> bool:
 
 
 def deliver_until_taken(
-    url: str, envelope: dict[str, Any], *, timeout: float = 120
+    url: str,
+    envelope: dict[str, Any],
+    *,
+    timeout: float = 120,
+    refused: list[int | None] | None = None,
 ) -> list[int | None]:
     """Deliver as Slack does: a refused delivery (non-2xx, no answer) is sent again, with the
-    retry header, until one is taken; every status seen, in order."""
+    retry header, until one is taken; every status seen, in order (each refusal also goes to
+    ``refused`` as it happens)."""
     statuses: list[int | None] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -85,6 +90,8 @@ def deliver_until_taken(
         statuses.append(status)
         if status == 200:
             return statuses
+        if refused is not None:
+            refused.append(status)
         time.sleep(0.2)
     raise AssertionError(f"never taken in {timeout:g} s: {statuses[-5:]}")
 
