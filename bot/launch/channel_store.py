@@ -37,6 +37,9 @@ def open_store(
     if database_url is None:
         return SqliteChannelStore(data_dir, read_only=read_only, retention_days=retention_days)
     timeout = min(_STATEMENT_SECONDS, max_wait) if max_wait else _STATEMENT_SECONDS
+    # The pool warns of every failed connection attempt, over several lines; the store says
+    # it once (a refused event, /readyz, the probe's one line when the database goes).
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     try:
         return PostgresChannelStore(
             database_url,

@@ -14,7 +14,7 @@ from typing import Any
 
 from bench._process import BotProcess, post_signed
 from tests.support.postgres_server import PostgresServer
-from tests.support.replica_processes import replica
+from tests.support.replica_processes import replica, wait_ready
 from tests.support.slack_events import CHANNEL
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "deliver_until_taken",
     "found",
     "not_ready_because",
+    "start_replicas",
     "store_replica",
 ]
 
@@ -107,3 +108,12 @@ def not_ready_because(bot: BotProcess) -> str:
         return str(json.loads(error.read() or b"{}").get("channel_store", ""))
     except (urllib.error.URLError, ConnectionError, TimeoutError):
         return ""
+
+
+def start_replicas(bots: list[BotProcess], timeout: float = 300) -> None:
+    """Start the replicas one after another (a shared machine may take a minute to import a
+    process), then wait until each says it is ready."""
+    for bot in bots:
+        bot.start(timeout=timeout)
+    for bot in bots:
+        wait_ready(bot, timeout=timeout)

@@ -18,8 +18,8 @@ from chanctx.manifest_store import namespace
 
 from bench._process import post_signed
 from tests.support.redis_server import redis_server
-from tests.support.replica_processes import start_all, wait_for, wait_ready
-from tests.support.replica_store import api_keys, found, store_replica
+from tests.support.replica_processes import wait_for, wait_ready
+from tests.support.replica_store import api_keys, found, start_replicas, store_replica
 from tests.support.slack_events import STATE, TEAM, envelope, message, ts
 
 pytestmark = pytest.mark.slow
@@ -42,7 +42,7 @@ def test_a_replica_restarted_on_its_data_dir_needs_no_slack(tmp_path: Path) -> N
             for name in ("a", "b")
         ]
         try:
-            start_all(bots)
+            start_replicas(bots)
             for n in range(MESSAGES):
                 text = EARLY_FACT if n == 5 else f"shift log {n}: all quiet on rack {n % 9}"
                 event = message(ts(n), text, user="U2" if n % 2 else "U1")

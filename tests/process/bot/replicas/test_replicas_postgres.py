@@ -22,8 +22,8 @@ from chanctx.manifest_store import namespace
 from bench._process import BotProcess, post_signed
 from tests.support.postgres_server import PostgresServer, postgres
 from tests.support.redis_server import redis_server
-from tests.support.replica_processes import readiness, start_all, wait_for, wait_ready
-from tests.support.replica_store import api_keys, database, found, store_replica
+from tests.support.replica_processes import readiness, wait_for, wait_ready
+from tests.support.replica_store import api_keys, database, found, start_replicas, store_replica
 from tests.support.slack_events import STATE, TEAM, envelope, message, ts
 
 __all__ = ["postgres"]
@@ -69,7 +69,7 @@ def test_replicas_share_one_postgres_store(tmp_path: Path, postgres: PostgresSer
         ]
         third = store_replica(tmp_path / "c", slack.url, claude.url, server.url, keys, url)
         try:
-            start_all(bots)
+            start_replicas(bots)
             first, second = bots
             for n in range(MESSAGES):
                 event = message(ts(n), text_of(n), user="U2" if n % 2 else "U1")

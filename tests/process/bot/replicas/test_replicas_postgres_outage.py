@@ -30,13 +30,13 @@ from tests.support.replica_processes import (
     answered,
     parts_posted,
     readiness,
-    start_all,
     wait_for,
 )
 from tests.support.replica_store import (
     api_keys,
     deliver_until_taken,
     not_ready_because,
+    start_replicas,
     store_replica,
 )
 from tests.support.slack_events import CHANNEL, STATE, TEAM, envelope, mention_pair, message, ts
@@ -106,7 +106,7 @@ def test_postgres_down_and_back_mid_stream(tmp_path: Path, database: PostgresSer
                 sent.set()
 
         try:
-            start_all(bots)
+            start_replicas(bots)
             sender = threading.Thread(target=deliver)
             sender.start()
             assert halfway.wait(120)
