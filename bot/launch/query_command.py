@@ -64,9 +64,9 @@ def run_query_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     # Imported here, not at the top: `chanctx --help` loads none of this.
     from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
     from chanctx.bot.core.engine import ContextEngine
+    from chanctx.bot.launch.channel_store import open_store
     from chanctx.bot.server.queries import QueryBody, run_query
     from chanctx.bot.slack.intake import SelfIdentity
-    from chanctx.bot.launch.channel_store import open_store
     from chanctx.context import default_counter
     from chanctx.tools import IndexedHistory
     from pydantic import ValidationError
