@@ -86,6 +86,7 @@ class PostgresChannelStore(PgReads):
             f" {info.get('dbname', '')} schema {schema}"
         )
         self.schema = schema
+        self.statement_timeout = statement_timeout
         self.retention_days = retention_days
         self._clock = clock
         self._erase_interval = erase_interval
