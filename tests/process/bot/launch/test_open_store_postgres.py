@@ -17,6 +17,7 @@ from chanctx.context import Message
 
 from tests.support.postgres_server import PostgresServer, postgres
 from tests.support.replica_store import database
+from tests.support.slack_exports import workspace_export, write_zip
 
 __all__ = ["postgres"]
 
@@ -66,3 +67,20 @@ def test_store_stats_reads_the_database(
     assert main(["store", "stats", "--json", "--database-url", url], env={}) == 0
     out = capsys.readouterr().out
     assert '"messages": 1' in out and "postgresql" in out
+
+
+def test_import_writes_into_the_database(
+    postgres: PostgresServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = database(postgres)
+    export = write_zip(workspace_export(), tmp_path / "export.zip")
+    assert main(["import", str(export), "--database-url", url], env={}) == 0
+    capsys.readouterr()
+    store = PostgresChannelStore(url)
+    try:
+        imported = store.stats().messages
+    finally:
+        store.close()
+    assert imported > 0
+    again = main(["import", str(export)], env={"CHANCTX_DATABASE_URL": url})
+    assert again == 0 and "imported 0 of" in capsys.readouterr().out  # known: skipped
