@@ -100,6 +100,7 @@ class ChangeFeed:
         self.applied = 0
         self.skipped = 0
         self._stalled = False  # this replica's own store refused an entry: retried shortly
+        self._waiting = ""  # the entry the store refused last (logged once)
 
     # -- the dispatch path ------------------------------------------------------------------
 
@@ -210,8 +211,17 @@ class ChangeFeed:
                 continue
             except OSError as error:
                 self._stalled = True
-                logger.warning("change %s waits: the channel store refused it (%s)", entry, error)
+                if self._waiting != entry:  # said once, not at every retry
+                    self._waiting = entry
+                    logger.warning(
+                        "change %s waits: the channel store refused it (%s)", entry, error
+                    )
                 break
+            except Exception:  # a bug must not hold the stream: this entry alone is lost
+                self._last = entry
+                self.skipped += 1
+                logger.exception("change %s skipped", entry)
+                continue
             self._last = entry
             done += 1
         self.applied += done
