@@ -18,7 +18,7 @@ from chanctx.manifest_store import namespace
 
 from bench._process import post_signed
 from tests.support.redis_server import redis_server
-from tests.support.replica_processes import wait_for, wait_ready
+from tests.support.replica_processes import replica_status, wait_for, wait_ready
 from tests.support.replica_store import api_keys, found, start_replicas, store_replica
 from tests.support.slack_events import STATE, TEAM, envelope, message, ts
 
@@ -51,6 +51,12 @@ def test_a_replica_restarted_on_its_data_dir_needs_no_slack(tmp_path: Path) -> N
             # The first replica loads the channel from Slack; the second learns it from the
             # stream (its own store keeps the page and its cursor).
             assert found(first, "where is the spare badge?", "desk 12"), first.log_tail()
+            # The second replica asked only once it has read the whole stream (else it would
+            # load the channel from Slack itself, not having seen the first one's load yet).
+            stream = namespace(TEAM) + "changes"
+            entries = redis.Redis.from_url(server.url).xlen(stream)
+            wait_for(lambda: replica_status(second).get("changes_applied", 0) >= entries, 60,
+                     "the second replica read the stream")  # fmt: skip
             late = message(ts(MESSAGES + 1), LATE_FACT, user="U2")
             slack.mirror_event(late)
             assert post_signed(first.url, envelope(late)) == 200
@@ -58,7 +64,7 @@ def test_a_replica_restarted_on_its_data_dir_needs_no_slack(tmp_path: Path) -> N
                      "the second replica has everything")  # fmt: skip
             reads_before = {m: slack.call_counts().get(m, 0) for m in READS}
             second.stop()
-            redis.Redis.from_url(server.url).delete(namespace(TEAM) + "changes")
+            redis.Redis.from_url(server.url).delete(stream)
             started = time.monotonic()
             second.start(timeout=300)
             wait_ready(second, timeout=120)
