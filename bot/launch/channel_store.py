@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 
 from chanctx.bot.core.channel_record import OpenStore
@@ -24,7 +25,8 @@ _GB = 1_000_000_000
 _DATABASE = "--database-url / CHANCTX_DATABASE_URL"
 _STATEMENT_SECONDS = 5.0  # the longest one statement may run; less when --max-wait is less
 _ERASE_EVERY = 60.0  # the PostgreSQL erase pass (VACUUM FULL) runs on its own thread this often
-_RECHECK_EVERY = 1.0  # while events are refused, how often the database is asked again
+_RECHECK_EVERY = 1.0  # how often the database is asked whether it answers
+_UNAVAILABLE = "database is unavailable"  # StoreUnavailable's words (DatabaseFull's differ)
 
 
 def open_store(
@@ -91,16 +93,19 @@ def _database_loop(opened: OpenStore, store: PostgresChannelStore) -> None:
     last_erase = 0.0
     waited = 0.0
     while not opened.closed:
-        threading.Event().wait(_RECHECK_EVERY)
+        time.sleep(_RECHECK_EVERY)
         waited += _RECHECK_EVERY
         try:
             store.ping()
         except OSError as error:
+            if opened.closed:  # the pool closed under the probe: shutting down
+                return
             if opened.problem is None:
                 logger.error("channel store: %s", error)
             opened.health(str(error))
             continue
-        if opened.problem is not None:
+        problem = opened.problem
+        if problem is not None and _UNAVAILABLE in problem:  # not a full disk: a write says
             logger.info("channel store: the database answers again")
             opened.health(None)
         if waited - last_erase >= _ERASE_EVERY:
