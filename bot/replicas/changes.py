@@ -4,6 +4,9 @@ Two kinds, both compact JSON (a message is its model without default fields):
 
 * what an event meant (``rec``, ``edit``, ``del``, ``react``, ``pin``), decided once by the replica
   that received the event and applied by every replica, itself included, in stream order;
+* an event the caches ignore but the channel store keeps (``slack``: a deleted channel or file,
+  a new channel or person name), as Slack sent it, so every replica's store forgets and names
+  alike;
 * what a replica learned from Slack (``warm``, ``msgs``, ``thread``, ``name``), applied at once
   by the replica that asked and by the others when they read it, so no other replica asks again.
 """
@@ -11,14 +14,15 @@ Two kinds, both compact JSON (a message is its model without default fields):
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from chanctx.bot.core.channel_record import store_events
 from chanctx.bot.core.engine import ContextEngine
-from chanctx.bot.slack.intake import Delete, Edit, IntakeAction, Pin, React, Record
+from chanctx.bot.slack.intake import Delete, Edit, Ignore, IntakeAction, Pin, React, Record
 from chanctx.context import FileRef, Message
 
-__all__ = ["EVENT_KINDS", "apply_change", "encode_action", "fill", "message_data"]
+__all__ = ["EVENT_KINDS", "apply_change", "encode_action", "encode_stored", "fill", "message_data"]
 
 EVENT_KINDS = frozenset({"rec", "edit", "del", "react", "pin"})
 
@@ -54,6 +58,13 @@ def encode_action(action: IntakeAction) -> str | None:
     else:
         return None
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def encode_stored(team: str, action: IntakeAction, event: Mapping[str, Any]) -> str | None:
+    """The stream entry for an event the caches ignore and the store keeps; None for others."""
+    if not isinstance(action, Ignore) or not store_events(team, action, event):
+        return None
+    return json.dumps({"k": "slack", "e": event}, separators=(",", ":"), ensure_ascii=False)
 
 
 def fill(kind: str, **data: Any) -> str:
@@ -93,6 +104,10 @@ def apply_change(engine: ContextEngine, raw: str | bytes, *, mine: bool, shared:
     kind = str(data["k"])
     if kind in EVENT_KINDS:
         engine.apply(_action(data), store=not shared)
+    elif kind == "slack":
+        # Stored by the receiving replica too when the store is shared: writing it again is
+        # harmless (forgetting what is gone, a name it has), and the caches forget here.
+        engine.handle(data["e"])
     elif mine:
         pass
     elif kind == "warm":

@@ -33,6 +33,7 @@ from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.replicas.changes import (
     apply_change,
     encode_action,
+    encode_stored,
     fill,
     message_data,
     thread_fill,
@@ -87,6 +88,7 @@ class ChangeFeed:
         self._link = link
         self._engine = engine
         self._prefix = namespace(team)
+        self.team = team
         self.stream = self._prefix + "changes"
         self.replica = replica
         self.retention = retention
@@ -115,7 +117,7 @@ class ChangeFeed:
             # In the shared store before the stream: once an entry is there, every replica
             # may act on it. An OSError refuses the event; a retry writes it again, harmlessly.
             self._engine.record.record(action, event)
-        change = encode_action(action) or ""
+        change = encode_action(action) or encode_stored(self.team, action, event) or ""
         key = f"{self._prefix}event:{event_id}" if event_id else ""
         try:
             with guarded("record an event"):

@@ -131,3 +131,29 @@ def test_a_history_another_replica_fetched_is_held_in_this_ones_store(
         assert [m.text for m in after_restart.recent(CHANNEL, 10)] == [m.text for m in older]
     finally:
         reopened.close()
+
+
+def test_a_channel_deleted_on_one_replica_is_forgotten_by_every_replicas_store(
+    link: RedisLink, tmp_path: Path
+) -> None:
+    stores = [OpenStore(SqliteChannelStore(tmp_path / name)) for name in ("a", "b")]
+    engines = [ContextEngine(me=ME, record=ChannelRecord(opened, TEAM)) for opened in stores]
+    feeds = [
+        ChangeFeed(link, engine, TEAM, name, retention=1_000)
+        for engine, name in zip(engines, ("a", "b"), strict=True)
+    ]
+    try:
+        for n in range(4):
+            assert feeds[n % 2].publish(message(ts(n), f"launch code {n} is 0000"), f"Ev{n}")
+        assert feeds[1].publish({"type": "channel_deleted", "channel": CHANNEL}, "EvGone")
+        renamed = {"type": "channel_rename", "channel": {"id": "C0OTHER01", "name": "ops"}}
+        assert feeds[0].publish(renamed, "EvRename")
+        for feed in feeds:
+            feed.catch_up()
+        for engine, opened in zip(engines, stores, strict=True):
+            assert opened.store.messages(TEAM, CHANNEL) == []
+            assert engine.history.messages(CHANNEL) == []
+            assert opened.store.channel_names(TEAM).get("C0OTHER01") == "ops"
+    finally:
+        for opened in stores:
+            opened.close()
