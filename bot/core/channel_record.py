@@ -101,6 +101,16 @@ class OpenStore:
         except RuntimeError:  # closing
             return
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def health(self, problem: str | None) -> None:
+        """What a check of the store found, outside any write: a problem refuses events (and
+        ``/readyz``) until a write or a later check succeeds; None clears it."""
+        with self._lock:
+            self._problem = problem
+
     def _failed(self, why: str) -> None:
         with self._lock:
             self._problem = why

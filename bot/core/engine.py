@@ -132,9 +132,10 @@ class ContextEngine(ThreadFilling):
             self._apply(action)
         return action
 
-    def apply(self, action: IntakeAction) -> None:
-        """Apply what an event meant, decided by the replica that received it."""
-        if self.record is not None:
+    def apply(self, action: IntakeAction, *, store: bool = True) -> None:
+        """Apply what an event meant, decided by the replica that received it (``store``
+        False: a store shared by the replicas holds it already)."""
+        if self.record is not None and store:
             self.record.record(action)
         with self._lock:
             self._apply(action)

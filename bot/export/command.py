@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from chanctx.bot.export.importer import ImportRefused, import_export
-from chanctx.cache.channel_store import SqliteChannelStore
+from chanctx.cache.channel_store import PostgresChannelStore, SqliteChannelStore
 from chanctx.context import ChanctxError
 from tqdm import tqdm
 
@@ -49,6 +49,11 @@ def add_import_parser(commands: Any) -> None:
         "--data-dir", type=Path, default=None,
         help="where the bot keeps its data [env CHANCTX_DATA_DIR; default ./.chanctx]",
     )  # fmt: skip
+    command.add_argument(
+        "--database-url", default=None,
+        help="the PostgreSQL channel store instead of the data dir's "
+        "[env CHANCTX_DATABASE_URL; default none]",
+    )  # fmt: skip
 
 
 def run_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -56,11 +61,14 @@ def run_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         raise ImportRefused(f"--team {args.team!r} is not a workspace id (like T0123ABCD)")
     only = {c.strip() for c in args.channels.split(",") if c.strip()} if args.channels else None
     data_dir = args.data_dir or Path(env.get("CHANCTX_DATA_DIR") or ".chanctx")
+    url = args.database_url or env.get("CHANCTX_DATABASE_URL") or None
     try:
         # NORMAL, not FULL: an import is re-runnable (what a power cut loses, running it again
         # brings back), so it skips the fsync a commit; close() checkpoints the log at the end.
-        store = SqliteChannelStore(data_dir, synchronous="NORMAL")
-    except ChanctxError as error:
+        store = (
+            PostgresChannelStore(url) if url else SqliteChannelStore(data_dir, synchronous="NORMAL")
+        )
+    except (ChanctxError, ValueError, OSError) as error:  # the URL's password is starred out
         print(f"chanctx import: {error}", file=sys.stderr)
         return 2
     try:

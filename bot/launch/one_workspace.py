@@ -25,7 +25,7 @@ from chanctx.bot.launch.admin import (
     write_admin_file,
 )
 from chanctx.bot.launch.allocator import limit_arenas
-from chanctx.bot.launch.channel_store import readiness
+from chanctx.bot.launch.channel_store import readiness, shared_store
 from chanctx.bot.launch.options import Options, SettingsError, context_settings, session_settings
 from chanctx.bot.launch.preflight import who_am_i
 from chanctx.bot.launch.settings import RunSettings
@@ -116,6 +116,7 @@ def build_runtime(
             lease=options.turn_lease,
             retention=options.change_retention,
             reactions=(frozenset(options.helpful_reactions), frozenset(options.harmful_reactions)),
+            shared_store=shared_store(channels),
         )
         if link
         else None

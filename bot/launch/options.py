@@ -30,6 +30,7 @@ __all__ = [
     "SettingsError",
     "add_options",
     "context_settings",
+    "redacted_url",
     "resolve_options",
     "session_settings",
 ]
@@ -73,6 +74,7 @@ class Options(BaseModel):
     port: int = 3000
     claude: bool = True
     redis_url: str | None = None
+    database_url: str | None = None  # None: the SQLite store in the data dir
     turn_lease: float = 30.0
     change_retention: int = 100_000
     api_keys: Path | None = None
@@ -149,6 +151,21 @@ def _text(text: str) -> str:
     return text.strip()
 
 
+def redacted_url(url: str) -> str:
+    """A URL as logs and errors may show it: the password (``user:secret@``) starred out."""
+    hidden = re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
+    return re.sub(r"(?i)(password=)[^&\s]*", r"\1***", hidden)
+
+
+def _database_url(text: str) -> str:
+    """A PostgreSQL URL (``postgresql://user@host/db``): the only database the store runs on
+    besides its own SQLite file."""
+    value = _text(text)
+    if not re.match(r"^postgres(ql)?://[^\s]+$", value):
+        raise ValueError
+    return value
+
+
 def _path(text: str) -> Path:
     return Path(_text(text))
 
@@ -192,6 +209,7 @@ class Setting:
     switch_value: bool | None = None
     choices: tuple[str, ...] = ()
     shown_default: str = ""  # the default as the README shows it, where the value alone misleads
+    secret_value: bool = False  # a URL that may carry a password: errors show it redacted
 
 
 def _choice(*choices: str) -> Callable[[str], str]:
@@ -311,7 +329,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "redis_url", "--redis-url", "CHANCTX_REDIS_URL", _text, "a redis:// URL",
         "Redis shared by replicas: queue, outbox, sessions, channel state, rate limits",
-        commands=SERVING, shown_default="none (one process)",
+        commands=SERVING, shown_default="none (one process)", secret_value=True,
+    ),
+    Setting(
+        "database_url", "--database-url", "CHANCTX_DATABASE_URL", _database_url,
+        "a postgresql:// URL",
+        "the channel store on PostgreSQL, shared by replicas, instead of the data dir's SQLite",
+        commands=SERVING, shown_default="none (SQLite in the data dir)", secret_value=True,
     ),
     Setting(
         "turn_lease", "--turn-lease", "CHANCTX_TURN_LEASE", _seconds,
@@ -443,7 +467,8 @@ def resolve_options(args: argparse.Namespace, env: Mapping[str, str], command: C
             values[setting.name] = setting.parse(raw)
         except ValueError:
             raise SettingsError(
-                f"{source} must be {setting.expected}, got {raw!r}"
+                f"{source} must be {setting.expected}, got "
+                f"{redacted_url(raw) if setting.secret_value else raw!r}"
                 + (f" (flag {setting.flag})" if source == setting.env else f" (env {setting.env})")
             ) from None
     return Options(**values)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from chanctx.bot.launch.options import SettingsError
 
 if TYPE_CHECKING:
-    from chanctx.cache.channel_store import SqliteChannelStore
+    from chanctx.cache.channel_store import ChannelStore
 
 __all__ = ["add_query_parser", "run_query_command"]
 
@@ -52,6 +52,11 @@ def add_query_parser(commands: Any) -> None:
     command.add_argument(
         "--history-mb", type=int, default=1024, help="memory the loaded channel may take (MiB)"
     )
+    command.add_argument(
+        "--database-url", default=None,
+        help="the PostgreSQL channel store instead of the data dir's "
+        "[env CHANCTX_DATABASE_URL; default none]",
+    )  # fmt: skip
 
 
 def run_query_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -59,9 +64,9 @@ def run_query_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from chanctx.bot.core.built_context import ContextSettings
     from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
     from chanctx.bot.core.engine import ContextEngine
+    from chanctx.bot.launch.channel_store import open_store
     from chanctx.bot.server.queries import QueryBody, run_query
     from chanctx.bot.slack.intake import SelfIdentity
-    from chanctx.cache.channel_store import SqliteChannelStore
     from chanctx.context import default_counter
     from chanctx.tools import IndexedHistory
     from pydantic import ValidationError
@@ -77,7 +82,8 @@ def run_query_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     except ValidationError as error:
         raise SettingsError(f"query: {error.errors()[0]['msg']}") from None
     data_dir = args.data_dir or Path(env.get("CHANCTX_DATA_DIR") or ".chanctx")
-    store = SqliteChannelStore(data_dir, read_only=True)
+    database_url = args.database_url or env.get("CHANCTX_DATABASE_URL") or None
+    store = open_store(data_dir, database_url, read_only=True)
     opened = OpenStore(store)
     try:
         team = _team_of(store, args.channel, args.team, data_dir)
@@ -100,7 +106,7 @@ def run_query_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return 0
 
 
-def _team_of(store: SqliteChannelStore, channel: str, team: str | None, data_dir: Path) -> str:
+def _team_of(store: ChannelStore, channel: str, team: str | None, data_dir: Path) -> str:
     teams = sorted({key.team for key in store.channels(team) if key.channel == channel})
     if not teams:
         where = f" of team {team}" if team else ""

@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from chanctx.cache.channel_store import DB_NAME, SqliteChannelStore, StoreError, StoreStats
+from chanctx.bot.launch.channel_store import open_store
+from chanctx.cache.channel_store import DB_NAME, ChannelStore, StoreError, StoreStats
 from chanctx.cache.channel_store.__main__ import check
 
 __all__ = ["add_store_parser", "run_store"]
@@ -33,10 +34,25 @@ def add_store_parser(commands: Any) -> None:
         "--data-dir", type=Path, default=None,
         help="where the bot keeps its data [env CHANCTX_DATA_DIR; default ./.chanctx]",
     )  # fmt: skip
+    command.add_argument(
+        "--database-url", default=None,
+        help="the PostgreSQL channel store instead of the data dir's "
+        "[env CHANCTX_DATABASE_URL; default none]",
+    )  # fmt: skip
 
 
 def run_store(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     data_dir = args.data_dir or Path(env.get("CHANCTX_DATA_DIR") or ".chanctx")
+    database_url = args.database_url or env.get("CHANCTX_DATABASE_URL") or None
+    if database_url is not None:
+        if args.action == "check":
+            print(
+                "chanctx store: check reads the SQLite file; PostgreSQL checks its own pages "
+                "(amcheck, pg_dump)",
+                file=sys.stderr,
+            )
+            return 2
+        return _stats(open_store(data_dir, database_url), as_json=args.json)
     if not (data_dir / DB_NAME).exists():
         print(
             f"chanctx store: no channel store in {data_dir} yet ({DB_NAME} is made by the "
@@ -47,15 +63,19 @@ def run_store(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if args.action == "check":
         return check(data_dir)
     try:
-        store = SqliteChannelStore(data_dir, read_only=True)
+        store = open_store(data_dir, None, read_only=True)
     except StoreError as error:
         print(f"chanctx store: {error}", file=sys.stderr)
         return 2
+    return _stats(store, as_json=args.json)
+
+
+def _stats(store: ChannelStore, *, as_json: bool) -> int:
     try:
         stats = store.stats()
     finally:
         store.close()
-    print(stats.model_dump_json(indent=2) if args.json else shown(stats))
+    print(stats.model_dump_json(indent=2) if as_json else shown(stats))
     return 0
 
 

@@ -4,6 +4,9 @@ Two kinds, both compact JSON (a message is its model without default fields):
 
 * what an event meant (``rec``, ``edit``, ``del``, ``react``, ``pin``), decided once by the replica
   that received the event and applied by every replica, itself included, in stream order;
+* an event the caches ignore but the channel store keeps (``slack``: a deleted channel or file,
+  a new channel or person name), as Slack sent it, so every replica's store forgets and names
+  alike;
 * what a replica learned from Slack (``warm``, ``msgs``, ``thread``, ``name``), applied at once
   by the replica that asked and by the others when they read it, so no other replica asks again.
 """
@@ -11,14 +14,15 @@ Two kinds, both compact JSON (a message is its model without default fields):
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from chanctx.bot.core.channel_record import store_events
 from chanctx.bot.core.engine import ContextEngine
-from chanctx.bot.slack.intake import Delete, Edit, IntakeAction, Pin, React, Record
+from chanctx.bot.slack.intake import Delete, Edit, Ignore, IntakeAction, Pin, React, Record
 from chanctx.context import FileRef, Message
 
-__all__ = ["EVENT_KINDS", "apply_change", "encode_action", "fill", "message_data"]
+__all__ = ["EVENT_KINDS", "apply_change", "encode_action", "encode_stored", "fill", "message_data"]
 
 EVENT_KINDS = frozenset({"rec", "edit", "del", "react", "pin"})
 
@@ -56,6 +60,13 @@ def encode_action(action: IntakeAction) -> str | None:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
+def encode_stored(team: str, action: IntakeAction, event: Mapping[str, Any]) -> str | None:
+    """The stream entry for an event the caches ignore and the store keeps; None for others."""
+    if not isinstance(action, Ignore) or not store_events(team, action, event):
+        return None
+    return json.dumps({"k": "slack", "e": event}, separators=(",", ":"), ensure_ascii=False)
+
+
 def fill(kind: str, **data: Any) -> str:
     """The stream entry for something learned from Slack."""
     return json.dumps({"k": kind, **data}, separators=(",", ":"), ensure_ascii=False)
@@ -81,34 +92,57 @@ def _action(data: dict[str, Any]) -> IntakeAction:
     return Pin(Message.model_validate(data["m"]), bool(data["add"]))
 
 
-def apply_change(engine: ContextEngine, raw: str | bytes, *, mine: bool) -> str:
-    """Apply one stream entry to ``engine``; its kind. What this replica learned itself
-    (``mine``) is in its caches already; what any replica received is applied here, in order.
-    Raises ValueError/KeyError/TypeError for an entry it cannot read."""
+def apply_change(engine: ContextEngine, raw: str | bytes, *, mine: bool, shared: bool) -> str:
+    """Apply one stream entry to ``engine``; its kind. What any replica received is applied
+    here, in order; what this replica learned itself (``mine``) is in its caches and store
+    already. ``shared``: one store for every replica (PostgreSQL), which the replica that
+    received or fetched it wrote; else each replica keeps its own store, and what the stream
+    says goes into it too, so a restart finds it there without Slack or the stream.
+    Raises ValueError/KeyError/TypeError for an entry it cannot read, and an OSError when
+    the replica's own store cannot take it (the entry is then applied again later)."""
     data = json.loads(raw)
     kind = str(data["k"])
     if kind in EVENT_KINDS:
-        engine.apply(_action(data))
+        engine.apply(_action(data), store=not shared)
+    elif kind == "slack":
+        # Stored by the receiving replica too when the store is shared: writing it again is
+        # harmless (forgetting what is gone, a name it has), and the caches forget here.
+        engine.handle(data["e"])
     elif mine:
         pass
     elif kind == "warm":
-        engine.learn_warm(data["c"], _messages(data["m"]))
-    elif kind == "msgs":
-        engine.learn_messages(_messages(data["m"]))
-    elif kind == "thread":
+        messages = _messages(data["m"])
+        engine.learn_warm(data["c"], messages)
+        if engine.record is not None and not shared:
+            limit = engine.settings.cold_start_messages
+            engine.record.warmed(data["c"], messages, limit=limit)
+    elif kind in ("msgs", "thread"):
+        _learn(engine, data, kind, shared=shared)
+    elif kind == "name":
+        engine.learn_name(data["t"], data["id"], data["v"])
+        if engine.record is not None and not shared:
+            engine.record.named(data["t"], data["id"], data["v"])
+    else:
+        raise KeyError(kind)
+    return kind
+
+
+def _learn(engine: ContextEngine, data: dict[str, Any], kind: str, *, shared: bool) -> None:
+    """Messages another replica fetched from Slack: a page, or (part of) a thread."""
+    messages = _messages(data["m"])
+    if kind == "msgs":
+        engine.learn_messages(messages)
+    else:
         partial = data.get("partial")
         engine.learn_thread(
             data["c"],
             data["r"],
-            _messages(data["m"]),
+            messages,
             complete=bool(data["whole"]),
             partial=(partial[0], partial[1]) if partial else None,
         )
-    elif kind == "name":
-        engine.learn_name(data["t"], data["id"], data["v"])
-    else:
-        raise KeyError(kind)
-    return kind
+    if engine.record is not None and not shared:
+        engine.record.fetched(messages)
 
 
 def thread_fill(

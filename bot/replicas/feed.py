@@ -8,6 +8,11 @@ history, thread caches and search index, so a mention costs no Slack call on whi
 gets it. What a replica fetches from Slack (a channel's recent history, a thread, a name) goes
 into the stream too, so no other replica fetches it again.
 
+The channel store: each replica keeps its own (SQLite in its data dir), written from the stream
+as it is applied, so a restart finds there what the stream has since trimmed; or all share one
+(``--database-url``, PostgreSQL), which the replica that receives an event writes before it
+records it in the stream (and so before the ack), and the stream only feeds the others' caches.
+
 Before an answer is built the replica reads the stream up to its end (``catch_up``): the context
 then holds every change recorded before the question was queued, as one process would. A replica
 that starts (or restarts) reads the stream from its start; the stream keeps the last
@@ -28,6 +33,7 @@ from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.replicas.changes import (
     apply_change,
     encode_action,
+    encode_stored,
     fill,
     message_data,
     thread_fill,
@@ -70,14 +76,23 @@ class ChangeFeed:
     Also the engine's ``learned`` sink (what it fetched from Slack goes to the stream)."""
 
     def __init__(
-        self, link: RedisLink, engine: ContextEngine, team: str, replica: str, *, retention: int
+        self,
+        link: RedisLink,
+        engine: ContextEngine,
+        team: str,
+        replica: str,
+        *,
+        retention: int,
+        shared: bool = False,
     ) -> None:
         self._link = link
         self._engine = engine
         self._prefix = namespace(team)
+        self.team = team
         self.stream = self._prefix + "changes"
         self.replica = replica
         self.retention = retention
+        self.shared = shared  # one channel store for every replica (PostgreSQL)
         self._publish = link.client.register_script(_PUBLISH)
         self._apply_lock = threading.Lock()
         self._last = "0-0"
@@ -86,6 +101,8 @@ class ChangeFeed:
         self._thread: threading.Thread | None = None
         self.applied = 0
         self.skipped = 0
+        self._stalled = False  # this replica's own store refused an entry: retried shortly
+        self._waiting = ""  # the entry the store refused last (logged once)
 
     # -- the dispatch path ------------------------------------------------------------------
 
@@ -95,7 +112,12 @@ class ChangeFeed:
         retries it) when Redis cannot take it."""
         if not self._link.healthy:
             raise StoreUnavailable("Redis is unavailable: the event is refused so Slack retries")
-        change = encode_action(intake(event, self._engine.me)) or ""
+        action = intake(event, self._engine.me)
+        if self.shared and self._engine.record is not None:
+            # In the shared store before the stream: once an entry is there, every replica
+            # may act on it. An OSError refuses the event; a retry writes it again, harmlessly.
+            self._engine.record.record(action, event)
+        change = encode_action(action) or encode_stored(self.team, action, event) or ""
         key = f"{self._prefix}event:{event_id}" if event_id else ""
         try:
             with guarded("record an event"):
@@ -165,27 +187,44 @@ class ChangeFeed:
                         self.stream, min="(" + self._last, max="+", count=_BATCH
                     )
                 total += self._apply(rows)
-                if len(rows) < _BATCH:
+                if len(rows) < _BATCH or self._stalled:
                     break
         self._synced.set()
         return total
 
     def _apply(self, rows: Sequence[Any]) -> int:
-        """Apply entries newer than the last applied (caller holds the apply lock)."""
+        """Apply entries newer than the last applied (caller holds the apply lock). An entry
+        this replica's own store cannot take stops the batch before it: it is applied again
+        on the next read, so the store misses nothing the stream said."""
         done = 0
+        self._stalled = False
         for entry_id, fields in rows:
             entry = _text(entry_id)
             if _id(entry) <= _id(self._last):
                 continue
-            self._last = entry
             raw = fields.get(b"c", fields.get("c"))
             mine = _text(fields.get(b"by", fields.get("by", b""))) == self.replica
             try:
-                apply_change(self._engine, raw, mine=mine)
+                apply_change(self._engine, raw, mine=mine, shared=self.shared)
             except (ValueError, KeyError, TypeError) as error:
+                self._last = entry
                 self.skipped += 1
                 logger.warning("change %s skipped: %s", entry, error)
                 continue
+            except OSError as error:
+                self._stalled = True
+                if self._waiting != entry:  # said once, not at every retry
+                    self._waiting = entry
+                    logger.warning(
+                        "change %s waits: the channel store refused it (%s)", entry, error
+                    )
+                break
+            except Exception:  # a bug must not hold the stream: this entry alone is lost
+                self._last = entry
+                self.skipped += 1
+                logger.exception("change %s skipped", entry)
+                continue
+            self._last = entry
             done += 1
         self.applied += done
         return done
@@ -230,6 +269,8 @@ class ChangeFeed:
                 with self._apply_lock:
                     for _, rows in answer or []:
                         self._apply(rows)
+                if self._stalled:
+                    self._stop.wait(0.5)
             except (StoreUnavailable, redis.RedisError) as error:
                 if not is_outage(error):
                     logger.exception("reading the change stream failed")

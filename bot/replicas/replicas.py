@@ -26,6 +26,7 @@ from chanctx.bot.replicas.feed import ChangeFeed
 from chanctx.bot.replicas.turn_queue import TurnConsumer
 from chanctx.bot.stores.pane_threads.redis import RedisPaneThreads
 from chanctx.bot.stores.redis_link import RedisLink
+from chanctx.cache.channel_store import StoreUnavailable as DatabaseUnavailable
 from chanctx.manifest_store import (
     HARMFUL,
     HELPFUL,
@@ -62,12 +63,15 @@ class Replicas:
         retention: int,
         name: str | None = None,
         reactions: tuple[frozenset[str], frozenset[str]] = (HELPFUL, HARMFUL),
+        shared_store: bool = False,
     ) -> None:
         self.link = link
         self.team = team
         self.name = name or replica_name()
         self.lease = lease
-        self.feed = ChangeFeed(link, engine, team, self.name, retention=retention)
+        self.feed = ChangeFeed(
+            link, engine, team, self.name, retention=retention, shared=shared_store
+        )
         self.turns = RedisTurnStore(link.client, team, self.name)
         self.sessions = RedisSessionStore(link.client, team)
         self.feedback = RedisFeedbackStore(
@@ -122,9 +126,10 @@ class Replicas:
         return self.feed.publish(event, event_id)
 
     def lost(self, error: BaseException) -> bool:
-        """The answer cannot go on here, but the turn is not lost: Redis is unavailable (it
-        stays queued and is claimed again after the lease) or another replica took it."""
-        return isinstance(error, TurnTakenOver) or is_outage(error)
+        """The answer cannot go on here, but the turn is not lost: Redis or the shared channel
+        store's database is unavailable (it stays queued and is claimed again after the
+        lease) or another replica took it."""
+        return isinstance(error, TurnTakenOver | DatabaseUnavailable) or is_outage(error)
 
     @contextmanager
     def answering(self, turn: Turn) -> Iterator[None]:

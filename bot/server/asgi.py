@@ -21,6 +21,7 @@ from urllib.parse import parse_qs
 from chanctx.bot.server.bodies import BodyTooLarge, read_body
 from chanctx.bot.server.signature import BytesVerifier
 from chanctx.bot.slack.envelope import STORE_FAILED, describe_error, parse_json_payload
+from chanctx.cache.channel_store import StoreUnavailable as DatabaseUnavailable
 from chanctx.manifest_store import StoreUnavailable
 from slack_bolt import App
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
@@ -146,7 +147,8 @@ def build_asgi_app(
         return JSONResponse(body, status_code=200 if is_ready else 503)
 
     async def unavailable(request: Request, error: Exception) -> Response:
-        # A shared store (Redis) that does not answer: the client may retry; not our bug.
+        # A shared store (Redis, the channel store's database) that does not answer: the
+        # client may retry; not our bug.
         logger.warning("%s %s: %s", request.method, request.url.path, error)
         return _text(503, "storage unavailable; retry")
 
@@ -156,7 +158,10 @@ def build_asgi_app(
         Route("/readyz", readyz, methods=["GET"]),
         *extra_routes,
     ]
-    return Starlette(routes=routes, exception_handlers={StoreUnavailable: unavailable})
+    return Starlette(
+        routes=routes,
+        exception_handlers={StoreUnavailable: unavailable, DatabaseUnavailable: unavailable},
+    )
 
 
 def describe(app: Starlette) -> str:

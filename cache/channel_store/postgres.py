@@ -63,14 +63,15 @@ class PostgresChannelStore(PgReads):
         statement_timeout: float = 5.0,
         connect_timeout: float = 5.0,
         pool_size: int = 4,
-        erase_interval: float = 0.0,
+        erase_interval: float | None = 0.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """``statement_timeout`` (seconds) bounds every statement but the erase pass's VACUUM;
         ``connect_timeout`` bounds the wait for a connection (the database down: past it a
         call raises :class:`StoreUnavailable`). ``erase_interval``: run the erase pass after a
         batch that removed text at most this often (:meth:`erase` and :meth:`close` always
-        run a pending one)."""
+        run a pending one); None: never after a batch, the caller runs
+        :meth:`erase_if_pending` on a thread of its own (off the path that acknowledges)."""
         if retention_days is not None and retention_days <= 0:
             raise ValueError(f"retention_days must be a positive integer, got {retention_days!r}")
         if not _SCHEMA_NAME.fullmatch(schema):
@@ -85,6 +86,7 @@ class PostgresChannelStore(PgReads):
             f" {info.get('dbname', '')} schema {schema}"
         )
         self.schema = schema
+        self.statement_timeout = statement_timeout
         self.retention_days = retention_days
         self._clock = clock
         self._erase_interval = erase_interval
@@ -152,7 +154,11 @@ class PostgresChannelStore(PgReads):
                     conn.execute("UPDATE schema_version SET erase_pending = true")
         except psycopg.Error as error:
             raise translated(error, self.where) from None
-        if result.erased and self._clock() - self._last_erase >= self._erase_interval:
+        if (
+            result.erased
+            and self._erase_interval is not None
+            and self._clock() - self._last_erase >= self._erase_interval
+        ):
             self._erase_after_commit()
         return result
 
@@ -191,6 +197,15 @@ class PostgresChannelStore(PgReads):
                 raise translated(error, self.where) from None
             self._last_erase = self._clock()
         return True
+
+    def ping(self) -> None:
+        """One round trip to the database; StoreUnavailable if it does not answer in time."""
+        self._query("SELECT 1")
+
+    def erase_if_pending(self) -> bool:
+        """Run the erase pass if a batch (on any replica) removed text since the last one;
+        whether it ran. Raises StoreUnavailable."""
+        return self.erase() if self._erase_pending() else False
 
     def _mark_pending(self) -> None:
         try:

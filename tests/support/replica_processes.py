@@ -48,7 +48,7 @@ def start_all(bots: list[BotProcess]) -> None:
 
     def start(bot: BotProcess) -> None:
         try:
-            bot.start()
+            bot.start(timeout=300)  # a loaded machine may take a minute to import
         except BaseException as error:  # reported below, on the test's thread
             errors.append(error)
 
