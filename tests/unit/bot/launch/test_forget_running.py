@@ -176,7 +176,9 @@ def test_a_slow_erasure_answers_202_and_finishes_after(bot: RunningBot) -> None:
         gate.wait(timeout=60)  # the erase pass, still running when the route answers
         return bot.forgetting.run(plan)
 
-    app = Starlette(routes=admin_routes("k" * 20, plan=bot.forgetting.plan, run=slow_run, wait=0))
+    # The route waits 5 s: long enough for the plan of this tiny store (so the counts are in
+    # the answer), while the gated erase pass is still running when it answers.
+    app = Starlette(routes=admin_routes("k" * 20, plan=bot.forgetting.plan, run=slow_run, wait=5))
     with BackgroundServer(app) as server:
         request = urllib.request.Request(
             server.origin + ADMIN_FORGET,
