@@ -17,12 +17,19 @@ from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.core.recipe_runner import RecipeRunner, load_recipe
 from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.core.turns import NullResponder, Responder
+from chanctx.bot.core.warm_up import BackgroundWarmUps
 from chanctx.bot.events.app import build_app
 from chanctx.bot.launch.allocator import limit_arenas
 from chanctx.bot.launch.channel_store import readiness
 from chanctx.bot.launch.options import Options, SettingsError, context_settings, session_settings
 from chanctx.bot.launch.preflight import who_am_i
 from chanctx.bot.launch.settings import RunSettings
+from chanctx.bot.launch.slack_budget import (
+    start_backfill,
+    tier_of,
+    tiered_limiter,
+    tiered_settings,
+)
 from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks
 from chanctx.bot.playbooks.curators import ClaudeCurator, Curator, OfflineCurator
 from chanctx.bot.replicas.replicas import Replicas
@@ -33,7 +40,7 @@ from chanctx.bot.slack.media import MediaFetcher
 from chanctx.bot.slack.slack_api import SlackFetcher
 from chanctx.bot.stores.pane_threads.local import LocalPaneThreads
 from chanctx.bot.stores.redis_link import RedisLink
-from chanctx.cache import Limiter, MediaContentCache, RateLimiter, RedisRateLimiter
+from chanctx.cache import MediaContentCache
 from chanctx.context import default_counter
 from chanctx.manifest_store import LocalFeedbackStore, LocalPlaybookStore, SessionStore, TurnJournal
 from chanctx.tools import IndexedHistory
@@ -84,17 +91,20 @@ def build_runtime(
     team = str(auth.get("team_id", ""))
     link = redis_link(options)
     # The Slack budget: this process's own, or the one all replicas share in Redis.
-    limiter: Limiter = RedisRateLimiter(link.client, team) if link else RateLimiter()
-    fetcher = SlackFetcher(client, limiter=limiter, me=me, overflow=options.overflow)
+    limiter = tiered_limiter(options, team, link.client if link else None)
+    fetcher = SlackFetcher(
+        client, limiter=limiter, me=me, overflow=options.overflow, page_size=tier_of(options).page
+    )
     counter = default_counter(options.model)
     # The tokenizer's vocabulary (10-25 MiB, 0.05-0.2 s to load) is read now, not by the first
     # mention, which would wait for it.
     counter.count("chanctx")
     engine = ContextEngine(
         me=me,
-        settings=context_settings(options),
+        settings=tiered_settings(context_settings(options), options),
         counter=counter,
         slack=fetcher,
+        warm_ups=BackgroundWarmUps(),
         history=IndexedHistory(
             max_messages_per_channel=options.history_per_channel,
             max_bytes=options.history_mb * 2**20,
@@ -222,6 +232,7 @@ def serve(
             recovered.set()
 
     threading.Thread(target=recover, name="chanctx-recover", daemon=True).start()
+    backfill = start_backfill(runtime, settings.options)
     try:
         if settings.mode == "http":
             asgi = build_asgi_app(
@@ -240,6 +251,8 @@ def serve(
 
             GuardedSocketModeHandler(app, settings.app_token).start()  # type: ignore[no-untyped-call]
     finally:
+        if backfill is not None:
+            backfill.stop()
         if not stop_answering(runtime):
             # Answers still running hold non-daemon threads Python would wait for; their
             # turns are in the journal, so leave now (within 10 s of SIGTERM) and let the next

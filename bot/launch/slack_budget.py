@@ -1,0 +1,89 @@
+"""Slack's budget for this process: the rate limiter under ``--slack-tier`` with its background
+lane, and the backfill that uses that lane (``--backfill``, ``--backfill-days``).
+
+One ``PriorityLimiter`` per workspace and process (kept here by team id), so the answers'
+fetcher and the backfill's draw on one budget; with ``--redis-url`` the budget itself is in
+Redis, shared by the replicas, and each replica's background lane keeps to its share of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any
+
+from chanctx.bot.core.backfill import Backfill
+from chanctx.bot.core.backfill_plan import BackfillSettings
+from chanctx.bot.core.built_context import ContextSettings
+from chanctx.bot.core.runtime import Runtime
+from chanctx.bot.launch.options import Options
+from chanctx.bot.slack.slack_api import SlackFetcher
+from chanctx.cache import RateLimiter, RedisRateLimiter
+from chanctx.cache.rate_limit import PriorityLimiter, SlackTier, slack_tier
+
+__all__ = ["start_backfill", "tier_of", "tiered_limiter", "tiered_settings"]
+
+_LIMITERS: dict[str, PriorityLimiter] = {}
+_LOCK = threading.Lock()
+
+
+def tier_of(options: Options) -> SlackTier:
+    return slack_tier(options.slack_tier)
+
+
+def tiered_limiter(options: Options, team: str, redis_client: Any = None) -> PriorityLimiter:
+    """The workspace's limiter under the tier: made once per process and team."""
+    with _LOCK:
+        known = _LIMITERS.get(team)
+        if known is not None:
+            return known
+        tier, minute = tier_of(options), options.slack_minute_seconds
+        per_method = tier.per_method(minute)
+        workspace = tier.workspace_per_minute(minute)
+        inner = (
+            RedisRateLimiter(redis_client, team, calls_per_minute=workspace, per_method=per_method)
+            if redis_client is not None
+            else RateLimiter(calls_per_minute=workspace, per_method=per_method)
+        )
+        # What binds each history method: its own budget or the workspace's, the smaller.
+        binding = {method: min(rate, workspace) for method, rate in per_method.items()}
+        limiter = PriorityLimiter(inner, binding)
+        _LIMITERS[team] = limiter
+        return limiter
+
+
+def tiered_settings(settings: ContextSettings, options: Options) -> ContextSettings:
+    """A channel's first load is one page of the tier (15 messages under ``limited``): the
+    rest is the backfill's."""
+    page = tier_of(options).page
+    return dataclasses.replace(
+        settings, cold_start_messages=min(settings.cold_start_messages, page)
+    )
+
+
+def start_backfill(runtime: Runtime, options: Options) -> Backfill | None:
+    """The workspace's backfill on its own thread (None when off or without a store)."""
+    engine = runtime.engine
+    if options.backfill == "off" or engine.record is None:
+        return None
+    limiter = _LIMITERS.get(engine.record.team)
+    if limiter is None:
+        return None
+    tier = tier_of(options)
+    fetcher = SlackFetcher(
+        runtime.client,
+        limiter=limiter.background,
+        me=engine.me,
+        overflow="degrade",  # never waits in line: the lane says when to try again
+        page_size=tier.page,
+        max_retries=2,
+    )
+    settings = BackfillSettings(
+        mode=options.backfill,
+        days=options.backfill_days,
+        page=tier.page,
+        idle_seconds=min(30.0, options.slack_minute_seconds / 2),
+    )
+    backfill = Backfill(engine.record, fetcher, settings)
+    backfill.start()
+    return backfill
