@@ -468,7 +468,9 @@ class FakeSlackAPI(ReadMethods, WriteMethods, SmokeMethods, LoopbackServer):
                 return Reply(404, {"ok": False, "error": "unknown_method"})
             wait = self._tier_wait(method)
             if wait:
-                headers = {"Retry-After": str(math.ceil(wait))}
+                # Slack says whole seconds; a minute shortened for a test says fractions.
+                after = str(math.ceil(wait)) if self.minute_seconds >= 60 else f"{wait:.3f}"
+                headers = {"Retry-After": after}
                 return Reply(429, {"ok": False, "error": "ratelimited"}, headers=headers)
             try:
                 reply = Reply(200, {"ok": True, **handler(params)})
