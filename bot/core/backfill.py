@@ -70,6 +70,11 @@ class Backfill:
         self.pages = 0  # pages stored since the start
         self.messages = 0  # messages (replies included) in them
 
+    @property
+    def pending(self) -> list[str]:
+        """The channels with a pass under way (as of the last look at the store)."""
+        return list(self._jobs)
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:

@@ -62,7 +62,7 @@ def run(backfill: Backfill, *, pages: int | None = None, limit: float = 60.0) ->
         wait = backfill.step()
         if pages is not None and backfill.pages >= pages:
             return
-        if not backfill._jobs:  # noqa: SLF001 - the test's own view of "nothing pending"
+        if not backfill.pending:
             return
         time.sleep(min(wait, MINUTE))
     raise AssertionError("the backfill did not finish")

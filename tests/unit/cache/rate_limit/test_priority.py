@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from chanctx.cache import FakeClock, RateLimited, RateLimiter
 from chanctx.cache.rate_limit import PriorityLimiter, slack_tier
@@ -66,10 +68,8 @@ def test_the_backfill_never_takes_a_call_an_answer_asked_for(
     for pause, who, method in ops:
         clock.advance(pause)
         if who == "answer":
-            try:
+            with contextlib.suppress(RateLimited):
                 limiter.acquire(method, max_wait=0.0, sleep=lambda s: None)
-            except RateLimited:
-                pass
             asked[method] = clock()
         else:
             took = limiter.try_background(method)
