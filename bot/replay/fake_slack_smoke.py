@@ -61,7 +61,7 @@ class SmokeMethods:
         now = self._clock()
         full_at = max(self._last_read.get(method, now), now)
         earliest = full_at - (per_minute - 1) * interval
-        if earliest > now:
+        if earliest - now > 1e-3:  # float sums of the interval: a millisecond is "now"
             return earliest - now
         self._last_read[method] = full_at + interval
         return 0.0
