@@ -26,6 +26,7 @@ BENCHES: Final[dict[str, tuple[str, ...]]] = {
     "memory": ("Memory per message and intake",),
     "store": ("Channel store",),
     "store_postgres": ("Channel store on PostgreSQL",),
+    "backfill": ("Backfill under Slack's tiers",),
     # Last: it draws the pictures from the tables the others wrote.
     "plots": ("Plots",),
 }

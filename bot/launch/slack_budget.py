@@ -38,16 +38,21 @@ def tiered_limiter(options: Options, team: str, redis_client: Any = None) -> Pri
         if known is not None:
             return known
         tier, minute = tier_of(options), options.slack_minute_seconds
-        per_method = tier.per_method(minute)
-        workspace = tier.workspace_per_minute(minute)
+        per_method, workspace = tier.per_method(), tier.workspace_per_minute
         inner = (
-            RedisRateLimiter(redis_client, team, calls_per_minute=workspace, per_method=per_method)
+            RedisRateLimiter(
+                redis_client,
+                team,
+                calls_per_minute=workspace,
+                per_method=per_method,
+                minute=minute,
+            )
             if redis_client is not None
-            else RateLimiter(calls_per_minute=workspace, per_method=per_method)
+            else RateLimiter(calls_per_minute=workspace, per_method=per_method, minute=minute)
         )
         # What binds each history method: its own budget or the workspace's, the smaller.
         binding = {method: min(rate, workspace) for method, rate in per_method.items()}
-        limiter = PriorityLimiter(inner, binding)
+        limiter = PriorityLimiter(inner, binding, minute=minute)
         _LIMITERS[team] = limiter
         return limiter
 

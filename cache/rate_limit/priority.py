@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from chanctx.cache._clock import Clock
-from chanctx.cache.rate_limit.base import Limiter, RateLimited, check_rate
+from chanctx.cache.rate_limit.base import Limiter, RateLimited, check_minute, check_rate
 
 __all__ = ["BACKGROUND_SHARE", "PriorityLimiter"]
 
@@ -39,7 +39,7 @@ class PriorityLimiter:
 
     ``per_minute`` maps each method the background uses to its budget in calls a minute (the
     tightest that applies to it: the method's own or the workspace's); ``share`` is the part
-    of it the background may use.
+    of it the background may use; ``minute`` as the inner limiter's.
     """
 
     def __init__(
@@ -49,6 +49,7 @@ class PriorityLimiter:
         *,
         share: float = BACKGROUND_SHARE,
         clock: Clock = time.monotonic,
+        minute: float = 60.0,
     ) -> None:
         if not 0.0 < share <= 1.0:
             raise ValueError(f"share must be in (0, 1], got {share!r}")
@@ -56,8 +57,9 @@ class PriorityLimiter:
         self._clock = clock
         self._lock = threading.Lock()
         rates = {m: check_rate(f"per_minute[{m!r}]", r) for m, r in per_minute.items()}
-        self._interval = {m: 60.0 / r for m, r in rates.items()}  # one refill, seconds
-        self._spacing = {m: 60.0 / (r * share) for m, r in rates.items()}
+        minute = check_minute(minute)
+        self._interval = {m: minute / r for m, r in rates.items()}  # one refill, seconds
+        self._spacing = {m: minute / (r * share) for m, r in rates.items()}
         self._next_background: dict[str, float] = {}
         self._wanted_until: dict[str, float] = {}  # method -> background yields until then
         self._waiting: Counter[str] = Counter()  # answers inside acquire, per method

@@ -9,7 +9,6 @@ picks one; the limiter's budgets and the page size follow from it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -31,20 +30,13 @@ class SlackTier:
     history_per_minute: float
     page: int
 
-    def per_method(self, minute_seconds: float = 60.0) -> dict[str, float]:
-        """The limiter's per-method budgets in calls per (real) minute, when Slack's rate
-        minute lasts ``minute_seconds`` (60 in production; shorter only against the fake)."""
-        scale = _scale(minute_seconds)
-        return {method: self.history_per_minute * scale for method in HISTORY_METHODS}
+    def per_method(self) -> dict[str, float]:
+        """The limiter's per-method budgets, in calls a minute."""
+        return dict.fromkeys(HISTORY_METHODS, self.history_per_minute)
 
-    def workspace_per_minute(self, minute_seconds: float = 60.0) -> float:
-        return _WORKSPACE_PER_MINUTE * _scale(minute_seconds)
-
-
-def _scale(minute_seconds: float) -> float:
-    if not (minute_seconds > 0 and math.isfinite(minute_seconds)):
-        raise ValueError(f"minute_seconds must be a positive number, got {minute_seconds!r}")
-    return 60.0 / minute_seconds
+    @property
+    def workspace_per_minute(self) -> float:
+        return _WORKSPACE_PER_MINUTE
 
 
 TIERS: Final[Mapping[str, SlackTier]] = {

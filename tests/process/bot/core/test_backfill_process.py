@@ -37,7 +37,13 @@ HISTORY = "conversations.history"
 def limited_bot(
     data: Path, slack: FakeSlackAPI, claude: FakeAnthropicAPI, *args: str
 ) -> BotProcess:
-    return BotProcess(data, slack.url, claude.url, extra_args=("--slack-tier", "limited", *args))
+    return BotProcess(
+        data,
+        slack.url,
+        claude.url,
+        extra_args=("--slack-tier", "limited", *args),
+        env={"CHANCTX_LOG_LEVEL": "info"},
+    )
 
 
 def cursor_of(data: Path, channel: str = CHANNEL) -> BackfillCursor | None:
@@ -179,7 +185,7 @@ def test_the_warm_up_of_an_unknown_channel_never_holds_an_answer_past_max_wait(
                 c for c in slack.calls if c.method == HISTORY and c.params.get("channel") == OTHER
             ]
             # Answered before its channel's history call went out (it was a minute away).
-            assert other_reads == []
+            assert other_reads == [], ([(c.method, c.params) for c in slack.calls], bot.log_tail())
             # The load went on in the background and filled the store.
             wait_for(lambda: cursor_of(data, OTHER) is not None, bot)
         finally:

@@ -29,10 +29,13 @@ def backfill_on(
     data: Path, fake: FakeSlackAPI, mode: str = "all", days: int = 30
 ) -> tuple[Backfill, OpenStore]:
     tier = slack_tier("limited")
-    per_method = tier.per_method(MINUTE)
+    per_method = tier.per_method()
     limiter = PriorityLimiter(
-        RateLimiter(calls_per_minute=tier.workspace_per_minute(MINUTE), per_method=per_method),
+        RateLimiter(
+            calls_per_minute=tier.workspace_per_minute, per_method=per_method, minute=MINUTE
+        ),
         per_method,
+        minute=MINUTE,
     )
     fetcher = SlackFetcher(
         WebClient(token="xoxb-test", base_url=fake.url),

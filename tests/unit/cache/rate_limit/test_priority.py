@@ -16,7 +16,7 @@ REPLIES = "conversations.replies"
 
 def tiered(name: str, clock: FakeClock) -> PriorityLimiter:
     tier = slack_tier(name)
-    per_method, workspace = tier.per_method(), tier.workspace_per_minute()
+    per_method, workspace = tier.per_method(), tier.workspace_per_minute
     inner = RateLimiter(calls_per_minute=workspace, per_method=per_method, clock=clock)
     binding = {m: min(r, workspace) for m, r in per_method.items()}
     return PriorityLimiter(inner, binding, clock=clock)
@@ -107,6 +107,24 @@ def test_the_background_keeps_to_its_share_of_the_budget() -> None:
     assert 7 <= taken <= 9  # 80% of one call a minute
 
 
+def test_a_shortened_minute_keeps_the_limited_tier_at_one_call_at_a_time() -> None:
+    """Against a fake Slack whose minute lasts 2 s: one call, then the next 2 s later (never a
+    burst of the calls a real minute would hold)."""
+    clock = FakeClock(0.0)
+    tier = slack_tier("limited")
+    limiter = RateLimiter(
+        calls_per_minute=tier.workspace_per_minute, per_method=tier.per_method(),
+        clock=clock, minute=2.0,
+    )  # fmt: skip
+    assert limiter.try_acquire(HISTORY)
+    assert not limiter.try_acquire(HISTORY)
+    assert limiter.wait_time(HISTORY) == pytest.approx(2.0)
+    clock.advance(2.0)
+    assert limiter.try_acquire(HISTORY)
+    with pytest.raises(ValueError, match="minute must be a positive number of seconds, got 0"):
+        RateLimiter(minute=0)
+
+
 def test_a_429_holds_the_background_too() -> None:
     clock = FakeClock(0.0)
     limiter = tiered("standard", clock)
@@ -121,7 +139,5 @@ def test_the_tiers_as_slack_documents_them() -> None:
     assert slack_tier("limited").per_method() == {HISTORY: 1.0, REPLIES: 1.0}
     assert slack_tier("limited").page == 15
     assert slack_tier("standard").per_method()[HISTORY] == 50.0
-    # A shorter minute (tests against the fake) scales every budget alike.
-    assert slack_tier("limited").per_method(minute_seconds=2.0)[HISTORY] == 30.0
     with pytest.raises(ValueError, match="slack tier must be one of standard, limited, got 'gold'"):
         slack_tier("gold")
