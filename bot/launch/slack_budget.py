@@ -1,15 +1,15 @@
 """Slack's budget for this process: the rate limiter under ``--slack-tier`` with its background
 lane, and the backfill that uses that lane (``--backfill``, ``--backfill-days``).
 
-One ``PriorityLimiter`` per workspace and process (kept here by team id), so the answers'
-fetcher and the backfill's draw on one budget; with ``--redis-url`` the budget itself is in
-Redis, shared by the replicas, and each replica's background lane keeps to its share of it.
+The answers' fetcher holds the workspace's ``PriorityLimiter`` and the backfill's fetcher uses
+its background lane, so both draw on one budget; with ``--redis-url`` the budget itself is in
+Redis, shared by the replicas, and the backfill is off (not coordinated between replicas yet).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import threading
+import logging
 from typing import Any
 
 from chanctx.bot.core.backfill import Backfill
@@ -23,8 +23,7 @@ from chanctx.cache.rate_limit import PriorityLimiter, SlackTier, slack_tier
 
 __all__ = ["start_backfill", "tier_of", "tiered_limiter", "tiered_settings"]
 
-_LIMITERS: dict[str, PriorityLimiter] = {}
-_LOCK = threading.Lock()
+logger = logging.getLogger("chanctx.backfill")
 
 
 def tier_of(options: Options) -> SlackTier:
@@ -32,29 +31,19 @@ def tier_of(options: Options) -> SlackTier:
 
 
 def tiered_limiter(options: Options, team: str, redis_client: Any = None) -> PriorityLimiter:
-    """The workspace's limiter under the tier: made once per process and team."""
-    with _LOCK:
-        known = _LIMITERS.get(team)
-        if known is not None:
-            return known
-        tier, minute = tier_of(options), options.slack_minute_seconds
-        per_method, workspace = tier.per_method(), tier.workspace_per_minute
-        inner = (
-            RedisRateLimiter(
-                redis_client,
-                team,
-                calls_per_minute=workspace,
-                per_method=per_method,
-                minute=minute,
-            )
-            if redis_client is not None
-            else RateLimiter(calls_per_minute=workspace, per_method=per_method, minute=minute)
+    """The workspace's limiter under the tier (its buckets in Redis when replicas share it)."""
+    tier, minute = tier_of(options), options.slack_minute_seconds
+    per_method, workspace = tier.per_method(), tier.workspace_per_minute
+    inner = (
+        RedisRateLimiter(
+            redis_client, team, calls_per_minute=workspace, per_method=per_method, minute=minute
         )
-        # What binds each history method: its own budget or the workspace's, the smaller.
-        binding = {method: min(rate, workspace) for method, rate in per_method.items()}
-        limiter = PriorityLimiter(inner, binding, minute=minute)
-        _LIMITERS[team] = limiter
-        return limiter
+        if redis_client is not None
+        else RateLimiter(calls_per_minute=workspace, per_method=per_method, minute=minute)
+    )
+    # What binds each history method: its own budget or the workspace's, the smaller.
+    binding = {method: min(rate, workspace) for method, rate in per_method.items()}
+    return PriorityLimiter(inner, binding, minute=minute)
 
 
 def tiered_settings(settings: ContextSettings, options: Options) -> ContextSettings:
@@ -71,9 +60,15 @@ def start_backfill(runtime: Runtime, options: Options) -> Backfill | None:
     engine = runtime.engine
     if options.backfill == "off" or engine.record is None:
         return None
-    limiter = _LIMITERS.get(engine.record.team)
-    if limiter is None:
+    if options.redis_url:
+        # Each replica keeps its own store: they would all page the same history, and their
+        # background shares are not coordinated. Not built yet.
+        logger.info("backfill is off with --redis-url (replicas do not share a backfill yet)")
         return None
+    answers = engine.slack
+    if not isinstance(answers, SlackFetcher) or not isinstance(answers.limiter, PriorityLimiter):
+        return None
+    limiter = answers.limiter
     tier = tier_of(options)
     fetcher = SlackFetcher(
         runtime.client,

@@ -355,11 +355,14 @@ class SlackFetcher:
         newest = sorted(found.values(), key=lambda m: ts_key(m.ts))
         return newest[-limit:] if limit > 0 else []
 
+    @property
+    def limiter(self) -> Limiter:
+        return self._limiter
+
     def read_page(
         self, method: str, params: dict[str, Any], channel: str
     ) -> tuple[list[Message], str] | None:
-        """One page of a paged read (``conversations.history`` / ``.replies``) in Slack's order,
-        and its next cursor ("" at the end); None for an error like channel_not_found."""
+        """A page of history / replies in Slack's order and its next cursor ("" at the end)."""
         data = self._call(method, params)
         more = str(((data or {}).get("response_metadata") or {}).get("next_cursor") or "")
         return None if data is None else (self._messages(data, channel), more)
