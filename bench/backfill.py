@@ -48,7 +48,8 @@ def scaled() -> int:
 def channel_state(messages: int) -> dict[str, Any]:
     end = time.time() - 60.0
     history: list[dict[str, Any]] = []
-    roots = {n * (messages // THREADS) for n in range(THREADS)}
+    threads = max(1, messages * THREADS // MESSAGES)
+    roots = {n * (messages // threads) for n in range(threads)}
     for n in range(messages):
         at = end - (messages - n) * 60.0
         ts = f"{at:.6f}"
@@ -187,7 +188,8 @@ def table(results: list[dict[str, Any]], messages: int) -> str:
             f"| {statistics.median(r['after']) * 1000:.0f} ms, {pct(r['after'], 0.95) * 1000:.0f} ms |"
         )
     return (
-        f"Backfill of one channel of {messages:,} messages ({THREADS} threads of {REPLIES} "
+        f"Backfill of one channel of {messages:,} messages "
+        f"({max(1, messages * THREADS // MESSAGES)} threads of {REPLIES} "
         "replies) by a real `chanctx run --http` against the fake Slack enforcing the tier, "
         "`--backfill all`. The limited tier's minute is shortened (both sides, "
         "`--slack-minute-seconds`): its duration is given in Slack minutes, the real-time "

@@ -30,7 +30,7 @@ class BackfillSettings:
     mode: BackfillMode = "recent"
     days: int = 30
     page: int = 200
-    idle_seconds: float = 30.0  # between looks for new channels when nothing is pending
+    idle_seconds: float = 5.0  # between looks at the store for channels newly pending
 
 
 def ts_text(seconds: float) -> str:

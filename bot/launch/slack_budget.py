@@ -82,7 +82,7 @@ def start_backfill(runtime: Runtime, options: Options) -> Backfill | None:
         mode=options.backfill,
         days=options.backfill_days,
         page=tier.page,
-        idle_seconds=min(30.0, options.slack_minute_seconds / 2),
+        idle_seconds=min(5.0, options.slack_minute_seconds / 2),  # a look at the store is cheap
     )
     backfill = Backfill(engine.record, fetcher, settings)
     backfill.start()
