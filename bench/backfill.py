@@ -106,7 +106,7 @@ class Run:
         self.sent += 1
         extra: dict[str, Any] = {}
         if in_old_thread and self.roots:
-            extra["thread_ts"] = self.roots.pop()  # the oldest roots are backfilled last
+            extra["thread_ts"] = self.roots.pop(0)  # the oldest: backfilled last
         text = f"<@{BOT_USER}> question {self.sent}: what was the queue depth?"
         event = message(text, **extra)
         slack.mirror_event(event)
