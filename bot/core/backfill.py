@@ -119,6 +119,10 @@ class Backfill:
             except SlackUnavailable as error:
                 logger.info("backfill of %s paused: %s", job.channel, error)
                 wait = min(wait, _UNAVAILABLE_PAUSE)
+            except OSError as error:  # the store refused the page (full disk): read it again later
+                logger.warning("backfill of %s paused: %s", job.channel, error)
+                job.page, job.replies, job.threads = None, {}, []
+                wait = min(wait, self.settings.idle_seconds)
         return wait
 
     def _look_for_channels(self) -> None:
