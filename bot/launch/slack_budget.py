@@ -43,7 +43,7 @@ def tiered_limiter(options: Options, team: str, redis_client: Any = None) -> Pri
     )
     # What binds each history method: its own budget or the workspace's, the smaller.
     binding = {method: min(rate, workspace) for method, rate in per_method.items()}
-    return PriorityLimiter(inner, binding, minute=minute)
+    return PriorityLimiter(inner, binding, minute=minute, workspace_per_minute=workspace)
 
 
 def tiered_settings(settings: ContextSettings, options: Options) -> ContextSettings:

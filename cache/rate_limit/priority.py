@@ -32,6 +32,7 @@ from chanctx.cache.rate_limit.base import Limiter, RateLimited, check_minute, ch
 __all__ = ["BACKGROUND_SHARE", "PriorityLimiter"]
 
 BACKGROUND_SHARE: Final = 0.8  # of each method's budget the background may use at most
+_ANY: Final = "*"  # the key of the workspace-wide spacing
 
 
 class PriorityLimiter:
@@ -39,7 +40,8 @@ class PriorityLimiter:
 
     ``per_minute`` maps each method the background uses to its budget in calls a minute (the
     tightest that applies to it: the method's own or the workspace's); ``share`` is the part
-    of it the background may use; ``minute`` as the inner limiter's.
+    of it the background may use; ``workspace_per_minute``: the budget every method shares, of
+    which the background also keeps to that share; ``minute`` as the inner limiter's.
     """
 
     def __init__(
@@ -50,6 +52,7 @@ class PriorityLimiter:
         share: float = BACKGROUND_SHARE,
         clock: Clock = time.monotonic,
         minute: float = 60.0,
+        workspace_per_minute: float | None = None,
     ) -> None:
         if not 0.0 < share <= 1.0:
             raise ValueError(f"share must be in (0, 1], got {share!r}")
@@ -61,6 +64,11 @@ class PriorityLimiter:
         self._interval = {m: minute / r for m, r in rates.items()}  # one refill, seconds
         self._spacing = {m: minute / (r * share) for m, r in rates.items()}
         self._next_background: dict[str, float] = {}
+        # The workspace's budget is shared by every method: the background keeps to its share
+        # of that too, whichever methods it calls ("*": its next call of any method).
+        if workspace_per_minute is not None:
+            rate = check_rate("workspace_per_minute", workspace_per_minute)
+            self._spacing[_ANY] = minute / (rate * share)
         self._wanted_until: dict[str, float] = {}  # method -> background yields until then
         self._waiting: Counter[str] = Counter()  # answers inside acquire, per method
         self.background = _Background(self)
@@ -106,8 +114,7 @@ class PriorityLimiter:
         with self._lock:
             now = self._clock()
             own = max(
-                self._next_background.get(method, -math.inf),
-                self._wanted_until.get(method, -math.inf),
+                self._next(method), self._next(_ANY), self._wanted_until.get(method, -math.inf)
             )
             if self._waiting[method]:
                 own = max(own, now + self._interval.get(method, 1.0))
@@ -119,14 +126,18 @@ class PriorityLimiter:
             now = self._clock()
             if self._waiting[method] or self._wanted_until.get(method, -math.inf) > now:
                 return False
-            if self._next_background.get(method, -math.inf) > now:
+            if max(self._next(method), self._next(_ANY)) > now:
                 return False
         if not self.inner.try_acquire(method):
             return False
         with self._lock:
-            start = max(self._next_background.get(method, -math.inf), now)
-            self._next_background[method] = start + self._spacing.get(method, 0.0)
+            for key in (method, _ANY):
+                self._next_background[key] = max(self._next(key), now) + self._spacing.get(key, 0)
         return True
+
+    def _next(self, key: str) -> float:
+        # Caller holds the lock.
+        return self._next_background.get(key, -math.inf)
 
 
 class _Background:

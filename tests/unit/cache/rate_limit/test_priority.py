@@ -19,12 +19,12 @@ def tiered(name: str, clock: FakeClock) -> PriorityLimiter:
     per_method, workspace = tier.per_method(), tier.workspace_per_minute
     inner = RateLimiter(calls_per_minute=workspace, per_method=per_method, clock=clock)
     binding = {m: min(r, workspace) for m, r in per_method.items()}
-    return PriorityLimiter(inner, binding, clock=clock)
+    return PriorityLimiter(inner, binding, clock=clock, workspace_per_minute=workspace)
 
 
 steps = st.lists(
-    st.tuples(st.floats(min_value=0.0, max_value=5.0), st.sampled_from([HISTORY, REPLIES])),
-    max_size=200,
+    st.tuples(st.floats(min_value=0.0, max_value=2.0), st.sampled_from([HISTORY, REPLIES])),
+    max_size=400,
 )
 
 
@@ -95,6 +95,19 @@ def test_an_answer_waiting_in_line_holds_off_the_background() -> None:
     assert not limiter.try_background(HISTORY)  # and not just after it either
     clock.advance(59.0)
     assert not limiter.try_background(HISTORY)
+
+
+def test_two_methods_together_keep_to_the_share_of_the_workspace_budget() -> None:
+    """History and replies have 50 a minute each, the workspace 40 for both: a backfill
+    calling both as fast as it may takes 32 a minute in all, not 64."""
+    clock = FakeClock(0.0)
+    limiter = tiered("standard", clock)
+    taken = 0
+    for _ in range(600):  # ten minutes, both methods tried every second
+        clock.advance(1.0)
+        taken += limiter.try_background(HISTORY) + limiter.try_background(REPLIES)
+    assert 280 <= taken <= 321  # 32 a minute at most (tries a second apart round it down)
+    assert limiter.wait_time(HISTORY) == 0.0
 
 
 def test_the_background_keeps_to_its_share_of_the_budget() -> None:
