@@ -57,8 +57,13 @@ class Backfill:
         settings: BackfillSettings,
         *,
         clock: Callable[[], float] = time.time,
+        first_load: Callable[[str], None] | None = None,
     ) -> None:
+        """``first_load``: the engine's load of a channel's newest page (``warm_channel``),
+        used for a channel never loaded, so that an answer's load and the backfill's never
+        both ask Slack for the same page (None: the backfill reads it itself)."""
         self.record = record
+        self._first_load = first_load
         self.slack = slack
         self.settings = settings
         self._clock = clock
@@ -154,6 +159,9 @@ class Backfill:
         cursor = store.cursor(team, channel, HISTORY)
         if not pending(cursor, job.goal):
             del self._jobs[channel]
+            return False
+        if cursor is None and self._first_load is not None:
+            self._first_load(channel)  # its cursor is stored with the page; go on from it
             return False
         params: dict[str, object] = {"channel": channel, "limit": self.settings.page}
         if cursor is not None and cursor.oldest_ts is not None:

@@ -84,6 +84,6 @@ def start_backfill(runtime: Runtime, options: Options) -> Backfill | None:
         page=tier.page,
         idle_seconds=min(5.0, options.slack_minute_seconds / 2),  # a look at the store is cheap
     )
-    backfill = Backfill(engine.record, fetcher, settings)
+    backfill = Backfill(engine.record, fetcher, settings, first_load=engine.warm_channel)
     backfill.start()
     return backfill
