@@ -134,6 +134,7 @@ class Run:
                     "--backfill", "all", "--max-wait", "5")  # fmt: skip
             bot = BotProcess(data, slack.url, claude.url, extra_args=args)
             bot.env["SLACK_BOT_TOKEN"] = "xoxb-bench"
+            bot.env["CHANCTX_LOG_LEVEL"] = os.environ.get("CHANCTX_BENCH_LOG_LEVEL", "warning")
             bot.start(timeout=300)
             try:
                 event = message("morning all")
@@ -159,7 +160,7 @@ class Run:
         return {
             "tier": self.tier, "minute": self.minute, "seconds": took,
             "slack_minutes": took / self.minute, "during": during, "after": after,
-            "missing": len(wanted - stored), "history": calls.get("conversations.history", 0),
+            "missing": len(wanted - stored), "missing_ts": sorted(wanted - stored)[:10], "history": calls.get("conversations.history", 0),
             "replies": calls.get("conversations.replies", 0), "refused": refused,
         }  # fmt: skip
 
@@ -203,8 +204,11 @@ def table(results: list[dict[str, Any]], messages: int) -> str:
 def main() -> int:
     messages = scaled()
     results = []
-    with tempfile.TemporaryDirectory(prefix="bench-backfill-") as work:
-        for tier, minute in RUNS:
+    keep = os.environ.get("CHANCTX_BENCH_BACKFILL_KEEP")  # a dir to keep the runs in
+    with tempfile.TemporaryDirectory(prefix="bench-backfill-") as scratch:
+        work = keep or scratch
+        wanted = os.environ.get("CHANCTX_BENCH_BACKFILL_TIERS", "standard,limited").split(",")
+        for tier, minute in [run for run in RUNS if run[0] in wanted]:
             print(f"backfill: {tier}, a minute of {minute:g} s ...", file=sys.stderr, flush=True)
             result = Run(tier, minute, messages, Path(work)).measure()
             print(result, file=sys.stderr, flush=True)

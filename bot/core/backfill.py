@@ -45,6 +45,7 @@ class _Job:
     threads: list[str] = field(default_factory=list)  # roots whose replies are still to read
     replies: dict[str, Message] = field(default_factory=dict)
     reply_cursor: str = ""
+    swept: bool = False  # the first load's page was checked for threads to read
 
 
 class Backfill:
@@ -147,12 +148,42 @@ class Backfill:
 
     def _advance(self, job: _Job) -> bool:
         """The job's next call (a history page, a replies page) or its write; True if done."""
-        if job.page is None:
-            return self._read_page(job)
+        if not job.swept:
+            job.swept = True
+            job.threads = self._first_page_threads(job.channel)
+            return False
         if job.threads:
             return self._read_replies(job)
+        if job.page is None and job.replies:  # the first page's threads: no cursor moves
+            self.record.write([MessagePosted(self.record.team, m) for m in job.replies.values()])
+            job.replies = {}
+            return True
+        if job.page is None:
+            return self._read_page(job)
         self._store(job)
         return True
+
+    def _first_page_threads(self, channel: str) -> list[str]:
+        """Threads of the page the first load stored (the newest, read by an answer's load,
+        which reads no replies) whose replies are not all stored."""
+        team, store = self.record.team, self.record.store
+        cursor = store.cursor(team, channel, HISTORY)
+        if cursor is None or cursor.oldest_ts is None:
+            return []  # the backfill reads the newest page itself, threads included
+        loaded = store.messages(
+            team, channel, oldest=cursor.oldest_ts, latest=f"{cursor.updated:.6f}", scope="timeline"
+        )
+        return self._missing_replies(channel, loaded)
+
+    def _missing_replies(self, channel: str, page: list[Message]) -> list[str]:
+        team, store = self.record.team, self.record.store
+        return [
+            m.ts
+            for m in page
+            if m.reply_count > 0
+            and m.thread_ts == m.ts
+            and len(store.replies(team, channel, m.ts)) < m.reply_count
+        ]
 
     def _read_page(self, job: _Job) -> bool:
         team, store, channel = self.record.team, self.record.store, job.channel
@@ -162,6 +193,7 @@ class Backfill:
             return False
         if cursor is None and self._first_load is not None:
             self._first_load(channel)  # its cursor is stored with the page; go on from it
+            job.swept = False  # and read that page's threads
             return False
         params: dict[str, object] = {"channel": channel, "limit": self.settings.page}
         if cursor is not None and cursor.oldest_ts is not None:
@@ -176,13 +208,7 @@ class Backfill:
             return False
         job.page, more = got
         job.more = bool(more)
-        job.threads = [
-            m.ts
-            for m in job.page
-            if m.reply_count > 0
-            and m.thread_ts == m.ts
-            and len(store.replies(team, channel, m.ts)) < m.reply_count
-        ]
+        job.threads = self._missing_replies(channel, job.page)
         return True
 
     def _read_replies(self, job: _Job) -> bool:

@@ -26,7 +26,7 @@ MINUTE = 0.05  # seconds the fake's and the limiter's minute lasts here
 
 
 def backfill_on(
-    data: Path, fake: FakeSlackAPI, mode: str = "all", days: int = 30
+    data: Path, fake: FakeSlackAPI, mode: str = "all", days: int = 30, *, first_load: bool = False
 ) -> tuple[Backfill, OpenStore]:
     tier = slack_tier("limited")
     per_method = tier.per_method()
@@ -49,7 +49,13 @@ def backfill_on(
     record = ChannelRecord(opened, TEAM)
     record.write([ChannelNamed(TEAM, CHANNEL, "general")])  # a channel the bot is in
     settings = BackfillSettings(mode=mode, days=days, page=tier.page, idle_seconds=MINUTE)  # type: ignore[arg-type]
-    return Backfill(record, fetcher, settings), opened
+    load = None
+    if first_load:  # what the engine's first load does: the newest page, no replies
+
+        def load(channel: str) -> None:
+            record.warmed(channel, fetcher.channel_history(channel, limit=15), limit=15)
+
+    return Backfill(record, fetcher, settings, first_load=load), opened
 
 
 def served(fake: FakeSlackAPI, method: str) -> int:
@@ -161,3 +167,17 @@ def test_what_is_pending() -> None:
     assert not pending(BackfillCursor(oldest_ts=goal, goal_ts=goal), f"{71 * 86_400.0:.6f}")
     # Switching to all: the pass goes on from where recent stopped.
     assert pending(BackfillCursor(oldest_ts=goal, goal_ts=goal), None)
+
+
+def test_threads_of_the_page_an_answer_loaded_are_read_too(tmp_path: Path) -> None:
+    """The newest page comes from the engine's first load, which reads no replies: its
+    threads are read by the backfill all the same."""
+    state = backfill_state(40, threads=4, replies=3)  # threads at 0, 10, 20, 30: 30 is newest
+    with FakeSlackAPI(state, tier="limited", minute_seconds=MINUTE) as fake:
+        backfill, opened = backfill_on(tmp_path, fake, first_load=True)
+        try:
+            run(backfill)
+            missing, extra = missing_from_store(opened.store, state)
+            assert (missing, extra) == (set(), set())
+        finally:
+            opened.close()
