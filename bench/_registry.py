@@ -30,6 +30,7 @@ BENCHES: Final[dict[str, tuple[str, ...]]] = {
     "store_postgres": ("Channel store on PostgreSQL",),
     "store_served": ("Channel store served",),
     "import_export": ("Import",),
+    "backfill": ("Backfill under Slack's tiers",),
     # Last: it draws the pictures from the tables the others wrote.
     "plots": ("Plots",),
 }

@@ -139,7 +139,14 @@ def parser() -> argparse.ArgumentParser:
         choices=("standard", "limited"),
         default="standard",
         help="limited: conversations.history/.replies at 1 call a minute and 15 messages a call "
-        "(HTTP 429 with Retry-After beyond), as Slack serves apps outside its Marketplace",
+        "(HTTP 429 with Retry-After beyond), as Slack serves apps outside its Marketplace; "
+        "standard: Tier 3, 50 calls a minute",
+    )
+    fakes.add_argument(
+        "--slack-minute-seconds",
+        type=float,
+        default=60.0,
+        help="how long the tier's minute lasts (tests and benchmarks only; default 60)",
     )
     return root
 
@@ -305,6 +312,10 @@ def _fakes(args: argparse.Namespace) -> int:
     ):
         if not 0 < port < 65536:
             raise SettingsError(f"{flag} must be a TCP port (1-65535), got {port}")
+    if not 0 < args.slack_minute_seconds < 86_400:
+        raise SettingsError(
+            f"--slack-minute-seconds must be a positive number, got {args.slack_minute_seconds}"
+        )
     if not 0.0 <= args.post_error_rate <= 1.0:
         raise SettingsError(
             f"--post-error-rate must be between 0 and 1, got {args.post_error_rate}"
@@ -317,6 +328,7 @@ def _fakes(args: argparse.Namespace) -> int:
         post_error_rate=args.post_error_rate,
         seed=args.seed,
         slack_tier=args.slack_tier,
+        slack_minute_seconds=args.slack_minute_seconds,
     )
     return 0
 

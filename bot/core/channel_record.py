@@ -201,9 +201,10 @@ class ChannelRecord:
             complete=len(messages) < limit,
             updated=time.time(),
         )
-        self.opened.write_later(
-            [*self._posted(messages), CursorSaved(self.team, channel, _HISTORY, cursor)]
-        )
+        saved: list[StoreEvent] = [CursorSaved(self.team, channel, _HISTORY, cursor)]
+        if self.knows_history(channel):  # the backfill got there first: keep its cursor
+            saved = []
+        self.opened.write_later([*self._posted(messages), *saved])
 
     def fetched(self, messages: Sequence[Message]) -> None:
         """Messages fetched from Slack (a thread, one message)."""

@@ -23,7 +23,8 @@ from chanctx.bot.core.pins import ChannelPins
 from chanctx.bot.core.slack_source import Learned, SlackSource, lazy_names, learn_name
 from chanctx.bot.core.store_index import StoreIndexes
 from chanctx.bot.core.thread_filling import ThreadFilling
-from chanctx.bot.core.wait_budget import turn_wait_budget, wait_left
+from chanctx.bot.core.wait_budget import spend_wait, turn_wait_budget, wait_left
+from chanctx.bot.core.warm_up import BackgroundWarmUps
 from chanctx.bot.slack.intake import (
     Delete,
     Edit,
@@ -78,6 +79,8 @@ class ContextEngine(ThreadFilling):
     # With a store: each channel's search index, built from everything stored (the history
     # holds only the recent window).
     indexes: StoreIndexes | None = field(default=None, init=False)
+    # Loads from Slack in the background, an answer waiting at most --max-wait (None: inline).
+    warm_ups: BackgroundWarmUps | None = None
     _warm: set[str] = field(default_factory=set)
     # Every cache read and write holds this lock; no Slack call ever does, so a rate-limit
     # wait in one answer never blocks intake of other events.
@@ -306,8 +309,22 @@ class ContextEngine(ThreadFilling):
             return
         if self.slack is None:
             return
+        if self.warm_ups is not None:
+            budget = wait_left(self.settings.max_wait_seconds)
+            spend_wait(self.warm_ups.run(channel, lambda: self._warm_from_slack(channel), budget))
+            return
+        self._warm_from_slack(channel)
+
+    def _warm_from_slack(self, channel: str) -> None:
+        assert self.slack is not None
         limit = self.settings.cold_start_messages
-        messages = self.slack.channel_history(channel, limit=limit)
+        try:
+            messages = self.slack.channel_history(channel, limit=limit)
+        except Exception:
+            if self.warm_ups is not None:  # in the background: the next use tries again
+                with self._lock:
+                    self._warm.discard(channel)
+            raise
         self._adopt(messages)
         if self.record is not None:
             self.record.warmed(channel, messages, limit=limit)

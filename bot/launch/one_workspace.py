@@ -17,6 +17,7 @@ from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.core.recipe_runner import RecipeRunner, load_recipe
 from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.core.turns import NullResponder, Responder
+from chanctx.bot.core.warm_up import BackgroundWarmUps
 from chanctx.bot.events.app import build_app
 from chanctx.bot.launch.admin import (
     expire_sessions,
@@ -29,6 +30,12 @@ from chanctx.bot.launch.channel_store import readiness, shared_store
 from chanctx.bot.launch.options import Options, SettingsError, context_settings, session_settings
 from chanctx.bot.launch.preflight import who_am_i
 from chanctx.bot.launch.settings import RunSettings
+from chanctx.bot.launch.slack_budget import (
+    start_backfill,
+    tier_of,
+    tiered_limiter,
+    tiered_settings,
+)
 from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks
 from chanctx.bot.playbooks.curators import ClaudeCurator, Curator, OfflineCurator
 from chanctx.bot.replicas.replicas import Replicas
@@ -40,7 +47,7 @@ from chanctx.bot.slack.media import MediaFetcher
 from chanctx.bot.slack.slack_api import SlackFetcher
 from chanctx.bot.stores.pane_threads.local import LocalPaneThreads
 from chanctx.bot.stores.redis_link import RedisLink
-from chanctx.cache import Limiter, MediaContentCache, RateLimiter, RedisRateLimiter
+from chanctx.cache import MediaContentCache
 from chanctx.context import default_counter
 from chanctx.manifest_store import LocalFeedbackStore, LocalPlaybookStore, SessionStore, TurnJournal
 from chanctx.tools import IndexedHistory
@@ -91,17 +98,20 @@ def build_runtime(
     team = str(auth.get("team_id", ""))
     link = redis_link(options)
     # The Slack budget: this process's own, or the one all replicas share in Redis.
-    limiter: Limiter = RedisRateLimiter(link.client, team) if link else RateLimiter()
-    fetcher = SlackFetcher(client, limiter=limiter, me=me, overflow=options.overflow)
+    limiter = tiered_limiter(options, team, link.client if link else None)
+    fetcher = SlackFetcher(
+        client, limiter=limiter, me=me, overflow=options.overflow, page_size=tier_of(options).page
+    )
     counter = default_counter(options.model)
     # The tokenizer's vocabulary (10-25 MiB, 0.05-0.2 s to load) is read now, not by the first
     # mention, which would wait for it.
     counter.count("chanctx")
     engine = ContextEngine(
         me=me,
-        settings=context_settings(options),
+        settings=tiered_settings(context_settings(options), options),
         counter=counter,
         slack=fetcher,
+        warm_ups=BackgroundWarmUps(),
         history=IndexedHistory(
             max_messages_per_channel=options.history_per_channel,
             max_bytes=options.history_mb * 2**20,
@@ -234,6 +244,7 @@ def serve(
     if forgetting is not None:
         expire_sessions(forgetting, settings.options)
     admin = None
+    backfill = start_backfill(runtime, settings.options)
     try:
         if settings.mode == "http":
             routes = _api_routes(runtime, settings)
@@ -256,6 +267,8 @@ def serve(
 
             GuardedSocketModeHandler(app, settings.app_token).start()  # type: ignore[no-untyped-call]
     finally:
+        if backfill is not None:
+            backfill.stop()
         if admin is not None:
             remove_admin_file(settings.data_dir, admin)
         if forgetting is not None:

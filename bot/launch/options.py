@@ -94,6 +94,11 @@ class Options(BaseModel):
     )
     harmful_reactions: tuple[str, ...] = ("-1", "thumbsdown", "x", "no_entry_sign")
     playbook_embed: str | None = None  # MODULE:FUNCTION of an embedding model
+    # Slack's rate tier and the background backfill (bot/launch/slack_budget.py).
+    slack_tier: Literal["standard", "limited"] = "standard"
+    slack_minute_seconds: float = 60.0  # tests and benchmarks against the fake only
+    backfill: Literal["off", "recent", "all"] = "recent"
+    backfill_days: int = 30
 
 
 def _positive_int(text: str) -> int:
@@ -407,6 +412,31 @@ SETTINGS: tuple[Setting, ...] = (
         "claude", "--no-claude", "CHANCTX_CLAUDE", _switch, "1 or 0",
         "context only: answer nothing (CHANCTX_CLAUDE=0)", switch_value=False,
         shown_default="answer with Claude",
+    ),
+    # Slack's rate tier and the background backfill.
+    Setting(
+        "slack_tier", "--slack-tier", "CHANCTX_SLACK_TIER", _choice("standard", "limited"),
+        "one of standard, limited",
+        "Slack's limit on history reads: standard (Tier 3, internal and Marketplace apps) or "
+        "limited (1 call a minute of 15 messages, other distributed apps)",
+        commands=SERVING, choices=("standard", "limited"),
+    ),
+    Setting(
+        "slack_minute_seconds", "--slack-minute-seconds", "CHANCTX_SLACK_MINUTE_SECONDS",
+        _seconds, "a positive number of seconds",
+        "tests only: how long the tier's minute lasts (the fake Slack's own knob)",
+        commands=SERVING, shown_default="60 s",
+    ),
+    Setting(
+        "backfill", "--backfill", "CHANCTX_BACKFILL", _choice("off", "recent", "all"),
+        "one of off, recent, all",
+        "page older channel history into the store in the background: off, recent "
+        "(--backfill-days back) or all", commands=SERVING, choices=("off", "recent", "all"),
+    ),
+    Setting(
+        "backfill_days", "--backfill-days", "CHANCTX_BACKFILL_DAYS", _positive_int,
+        "a positive whole number of days", "how far back --backfill recent reaches",
+        commands=SERVING,
     ),
 )  # fmt: skip
 

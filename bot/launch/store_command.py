@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from chanctx.bot.launch.channel_store import open_store
-from chanctx.cache.channel_store import DB_NAME, ChannelStore, StoreError, StoreStats
+from chanctx.cache import ts_key
+from chanctx.cache.channel_store import (
+    DB_NAME,
+    BackfillCursor,
+    ChannelStore,
+    StoreError,
+    StoreStats,
+)
 from chanctx.cache.channel_store.__main__ import check
 
 __all__ = ["add_store_parser", "run_store"]
@@ -92,14 +99,26 @@ def shown(stats: StoreStats) -> str:
             if channel.oldest_ts and channel.newest_ts
             else "no messages"
         )
-        pending = ""
-        if channel.backfill is not None:
-            pending = "; backfill complete" if channel.backfill.complete else "; backfill pending"
+        pending = "; " + _backfill_state(channel.backfill)
         lines.append(
             f"  {channel.team} {channel.channel} {name}: {channel.messages:,} messages, "
             f"{channel.threads:,} threads, {channel.tombstones:,} tombstones, {reach}{pending}"
         )
     return "\n".join(lines)
+
+
+def _backfill_state(cursor: BackfillCursor | None) -> str:
+    """How far back the history read from Slack reaches, and what the backfill still wants."""
+    if cursor is None:
+        return "history from Slack: not read yet (backfill pending)"
+    if cursor.complete:
+        return "history from Slack: whole (backfill complete)"
+    reach = f"back to {_day(cursor.oldest_ts)}" if cursor.oldest_ts else "none"
+    if cursor.goal_ts is None:
+        return f"history from Slack: {reach} (backfill pending)"
+    if cursor.oldest_ts is not None and ts_key(cursor.oldest_ts) <= ts_key(cursor.goal_ts):
+        return f"history from Slack: {reach} (backfill done to {_day(cursor.goal_ts)})"
+    return f"history from Slack: {reach} (backfill pending, to {_day(cursor.goal_ts)})"
 
 
 def _day(ts: str) -> str:

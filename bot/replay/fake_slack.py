@@ -111,13 +111,16 @@ class FakeSlackAPI(ReadMethods, WriteMethods, SmokeMethods, LoopbackServer):
         socket_mode: bool = False,
         stream_ttl: float = STREAM_TTL,
         tier: str = "standard",
+        minute_seconds: float = 60.0,
     ) -> None:
         """``max_replies_limit`` caps ``conversations.replies`` pages (15 for new apps since 2025).
 
         ``tier="limited"``: ``conversations.history`` and ``conversations.replies`` as Slack
         serves them to apps not in the Marketplace since 2025: one call a minute per method
         (then HTTP 429 with Retry-After, timed by ``clock``) and at most 15 messages a call (a
-        larger ``limit`` is clamped). ``"standard"`` leaves both unbounded.
+        larger ``limit`` is clamped). ``"standard"``: Tier 3, 50 calls a minute per method
+        (bursts allowed), pages as large as asked. ``minute_seconds`` shortens the minute both
+        tiers count in, for tests and benchmarks that cannot wait real minutes.
 
         ``state["faults"]`` (optional) is a list of ``{"method", "n", "status", "retry_after",
         "error"}``, each registered as ``fail_next(method, n, status=..., retry_after=...,
@@ -138,11 +141,14 @@ class FakeSlackAPI(ReadMethods, WriteMethods, SmokeMethods, LoopbackServer):
         if tier not in TIERS:
             raise ValueError(f"tier must be one of {', '.join(TIERS)}, got {tier!r}")
         self.tier = tier
+        if not (0 < minute_seconds < 86_400):
+            raise ValueError(f"minute_seconds must be a positive number, got {minute_seconds!r}")
+        self.minute_seconds = float(minute_seconds)
         self._clock = clock or time.time
         limited = tier == "limited"
         self._max_replies = min(max_replies_limit, LIMITED_PAGE) if limited else max_replies_limit
         self._max_history = LIMITED_PAGE if limited else 999
-        self._last_read: dict[str, float] = {}  # limited tier: method -> when last served
+        self._last_read: dict[str, float] = {}  # method -> when its tier bucket is full again
         self._lock = threading.RLock()
         # channel -> ts -> message dict; sorted only when read (fixtures are small).
         self._messages: dict[str, dict[str, dict[str, Any]]] = {}
@@ -462,7 +468,9 @@ class FakeSlackAPI(ReadMethods, WriteMethods, SmokeMethods, LoopbackServer):
                 return Reply(404, {"ok": False, "error": "unknown_method"})
             wait = self._tier_wait(method)
             if wait:
-                headers = {"Retry-After": str(math.ceil(wait))}
+                # Slack says whole seconds; a minute shortened for a test says fractions.
+                after = str(math.ceil(wait)) if self.minute_seconds >= 60 else f"{wait:.3f}"
+                headers = {"Retry-After": after}
                 return Reply(429, {"ok": False, "error": "ratelimited"}, headers=headers)
             try:
                 reply = Reply(200, {"ok": True, **handler(params)})

@@ -16,7 +16,8 @@ __all__ = ["LIMITED_PAGE", "TIERS", "SmokeMethods"]
 TIERS: Final = ("standard", "limited")
 LIMITED_PAGE: Final = 15  # messages a call in the limited tier
 _LIMITED_METHODS: Final = frozenset({"conversations.history", "conversations.replies"})
-_LIMITED_EVERY: Final = 60.0  # seconds between calls of one method in the limited tier
+# Calls a minute of each history method: Tier 3 ("50+ per minute") and the limited tier's one.
+_PER_MINUTE: Final = {"standard": 50, "limited": 1}
 
 
 class SmokeMethods:
@@ -24,10 +25,11 @@ class SmokeMethods:
 
     # Provided by FakeSlackAPI.
     tier: str
+    minute_seconds: float  # how long the fake's rate-limit minute lasts (60 s but in tests)
     socket_mode: FakeSocketMode | None
     _auth: dict[str, Any]
     _messages: dict[str, dict[str, dict[str, Any]]]
-    _last_read: dict[str, float]
+    _last_read: dict[str, float]  # method -> when its bucket is full again (GCRA)
     _calls: list[RecordedCall]
     _clock: Callable[[], float]
     _lock: Any
@@ -47,13 +49,21 @@ class SmokeMethods:
             return dict(Counter(call.method for call in self._calls))
 
     def _tier_wait(self, method: str) -> float:
-        """Seconds until the limited tier serves ``method`` again (0: now, and noted)."""
-        if self.tier != "limited" or method not in _LIMITED_METHODS:
+        """Seconds until the tier serves ``method`` again (0: now, and counted).
+
+        A bucket per history method holding a minute's calls (Tier 3: 50, bursts allowed; the
+        limited tier: 1), refilled evenly over the minute, as Slack's limits behave.
+        """
+        if method not in _LIMITED_METHODS:
             return 0.0
-        now, last = self._clock(), self._last_read.get(method)
-        if last is not None and now - last < _LIMITED_EVERY:
-            return _LIMITED_EVERY - (now - last)
-        self._last_read[method] = now
+        per_minute = _PER_MINUTE[self.tier]
+        interval = self.minute_seconds / per_minute
+        now = self._clock()
+        full_at = max(self._last_read.get(method, now), now)
+        earliest = full_at - (per_minute - 1) * interval
+        if earliest - now > 1e-3:  # float sums of the interval: a millisecond is "now"
+            return earliest - now
+        self._last_read[method] = full_at + interval
         return 0.0
 
     def _connections_open(self, authorization: str) -> Reply:

@@ -13,7 +13,8 @@ an envelope to it and says whether it was acknowledged.
 For a smoke test: ``oauth.v2.access`` answers any code with the fixture's bot token; ``GET
 /_fake/calls`` and ``GET /_fake/messages`` say what the bot asked and wrote; ``POST /_fake/events``
 makes a message the test sent the bot known to Slack; ``slack_tier="limited"`` serves history
-reads as Slack serves apps outside its Marketplace (one call a minute, 15 messages).
+reads as Slack serves apps outside its Marketplace (one call a minute, 15 messages), ``"standard"``
+as Tier 3 (50 a minute); ``slack_minute_seconds`` makes that minute shorter (tests only).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def serve_fakes(
     post_error_rate: float = 0.0,
     seed: int = 0,
     slack_tier: str = "standard",
+    slack_minute_seconds: float = 60.0,
     ready: threading.Event | None = None,
     stop: threading.Event | None = None,
 ) -> None:
@@ -53,6 +55,7 @@ def serve_fakes(
             seed=seed,
             socket_mode=True,
             tier=slack_tier,
+            minute_seconds=slack_minute_seconds,
         ) as slack,
         FakeAnthropicAPI(
             cassette=fixture.cassette, port=anthropic_port, latency_ms=anthropic_latency_ms

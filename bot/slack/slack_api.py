@@ -355,6 +355,18 @@ class SlackFetcher:
         newest = sorted(found.values(), key=lambda m: ts_key(m.ts))
         return newest[-limit:] if limit > 0 else []
 
+    @property
+    def limiter(self) -> Limiter:
+        return self._limiter
+
+    def read_page(
+        self, method: str, params: dict[str, Any], channel: str
+    ) -> tuple[list[Message], str] | None:
+        """A page of history / replies in Slack's order and its next cursor ("" at the end)."""
+        data = self._call(method, params)
+        more = str(((data or {}).get("response_metadata") or {}).get("next_cursor") or "")
+        return None if data is None else (self._messages(data, channel), more)
+
     def pinned_messages(self, channel: str) -> list[Message]:
         """The channel's pinned messages (``pins.list``, one call; Slack allows 100 pins), the
         oldest pin first. Pins are an extra, so a limit or an outage gives none, not an error."""

@@ -154,6 +154,9 @@ class BackfillCursor(BaseModel):
     oldest_ts: str | None = None  # the oldest ts the backfill has stored
     complete: bool = False  # the channel's whole wanted range is stored
     updated: float = 0.0  # seconds since the epoch
+    # The oldest ts the backfill wants (``--backfill recent``: 30 days back when it ran); None:
+    # the channel's beginning. Reaching it ends the pass without making it ``complete``.
+    goal_ts: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,14 @@ from typing import Final, Protocol
 
 from chanctx.context import ChanctxError
 
-__all__ = ["DEFAULT_PER_METHOD", "Limiter", "RateLimited", "check_rate", "check_retry_after"]
+__all__ = [
+    "DEFAULT_PER_METHOD",
+    "Limiter",
+    "RateLimited",
+    "check_minute",
+    "check_rate",
+    "check_retry_after",
+]
 
 # Slack's 2025 limit for conversations.replies in new non-Marketplace apps, in calls per minute.
 DEFAULT_PER_METHOD: Final[Mapping[str, float]] = {"conversations.replies": 1}
@@ -36,6 +43,15 @@ def check_rate(name: str, value: float) -> float:
         raise ValueError(f"{name} must be a positive number of calls per minute, got {value!r}")
     if not (value > 0 and math.isfinite(value)):
         raise ValueError(f"{name} must be a positive number of calls per minute, got {value!r}")
+    return float(value)
+
+
+def check_minute(value: float) -> float:
+    """How long a minute of the budgets lasts: 60 s, or shorter against a fake Slack's."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"minute must be a positive number of seconds, got {value!r}")
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"minute must be a positive number of seconds, got {value!r}")
     return float(value)
 
 

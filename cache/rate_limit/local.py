@@ -22,6 +22,7 @@ from chanctx.cache._clock import Clock
 from chanctx.cache.rate_limit.base import (
     DEFAULT_PER_METHOD,
     RateLimited,
+    check_minute,
     check_rate,
     check_retry_after,
 )
@@ -36,8 +37,8 @@ class _Bucket:
 
     __slots__ = ("interval", "tat", "tolerance")
 
-    def __init__(self, per_minute: float) -> None:
-        self.interval = 60.0 / per_minute  # seconds one token takes to refill
+    def __init__(self, per_minute: float, minute: float = 60.0) -> None:
+        self.interval = minute / per_minute  # seconds one token takes to refill
         # A full bucket lets max(1, rate) calls through at once; fewer than one would never allow one.
         self.tolerance = (max(per_minute, 1.0) - 1.0) * self.interval
         self.tat = -math.inf  # when the bucket would be full again ("theoretical arrival time")
@@ -54,7 +55,8 @@ class RateLimiter:
 
     ``calls_per_minute`` is the workspace budget (Slack's Tier 3 is 50+, so 40 leaves headroom
     for other clients of the same token); ``per_method`` maps method names to their own budget
-    in calls per minute. Thread-safe.
+    in calls per minute. ``minute``: how long a minute of these budgets lasts (60 s; shorter
+    only against the fake Slack, whose minute is shortened alike). Thread-safe.
     """
 
     def __init__(
@@ -63,13 +65,15 @@ class RateLimiter:
         calls_per_minute: float = 40,
         per_method: Mapping[str, float] | None = None,
         clock: Clock = time.monotonic,
+        minute: float = 60.0,
     ) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        self._workspace = _Bucket(check_rate("calls_per_minute", calls_per_minute))
+        minute = check_minute(minute)
+        self._workspace = _Bucket(check_rate("calls_per_minute", calls_per_minute), minute)
         rates = DEFAULT_PER_METHOD if per_method is None else per_method
         self._methods = {
-            method: _Bucket(check_rate(f"per_method[{method!r}]", rate))
+            method: _Bucket(check_rate(f"per_method[{method!r}]", rate), minute)
             for method, rate in rates.items()
         }
         self._blocked_until: dict[str, float] = {}  # method (or "*") -> end of its 429 penalty

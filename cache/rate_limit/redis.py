@@ -21,6 +21,7 @@ from chanctx.cache._clock import Clock
 from chanctx.cache.rate_limit.base import (
     DEFAULT_PER_METHOD,
     RateLimited,
+    check_minute,
     check_rate,
     check_retry_after,
 )
@@ -97,8 +98,8 @@ return 1
 class _Rate:
     __slots__ = ("interval", "tolerance")
 
-    def __init__(self, per_minute: float) -> None:
-        self.interval = 60.0 / per_minute
+    def __init__(self, per_minute: float, minute: float = 60.0) -> None:
+        self.interval = minute / per_minute
         self.tolerance = (max(per_minute, 1.0) - 1.0) * self.interval
 
 
@@ -118,15 +119,19 @@ class RedisRateLimiter:
         calls_per_minute: float = 40,
         per_method: Mapping[str, float] | None = None,
         clock: Clock | None = None,
+        minute: float = 60.0,
     ) -> None:
         if not team:
             raise ValueError("RedisRateLimiter needs the workspace id (team) its budget is for")
         self._client = client
         self._prefix = f"chanctx:{team}:ratelimit:"
         self._clock = clock
-        self._workspace = _Rate(check_rate("calls_per_minute", calls_per_minute))
+        minute = check_minute(minute)
+        self._workspace = _Rate(check_rate("calls_per_minute", calls_per_minute), minute)
         rates = DEFAULT_PER_METHOD if per_method is None else per_method
-        self._methods = {m: _Rate(check_rate(f"per_method[{m!r}]", r)) for m, r in rates.items()}
+        self._methods = {
+            m: _Rate(check_rate(f"per_method[{m!r}]", r), minute) for m, r in rates.items()
+        }
         self._script = client.register_script(_SCRIPT)
         self._penalty = client.register_script(_PENALTY)
 

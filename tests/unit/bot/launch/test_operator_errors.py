@@ -164,3 +164,36 @@ def test_bolts_unused_token_warning_is_not_printed_on_every_start(
     with caplog.at_level(logging.WARNING):
         start()
     assert "will be unused" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "named"),
+    [
+        (
+            [],
+            {"CHANCTX_SLACK_TIER": "gold"},
+            "CHANCTX_SLACK_TIER must be one of standard, limited, got 'gold'",
+        ),
+        (
+            ["--backfill", "sometimes"],
+            {},
+            "--backfill must be one of off, recent, all, got 'sometimes'",
+        ),
+        (
+            ["--backfill-days", "0"],
+            {},
+            "--backfill-days must be a positive whole number of days, got '0'",
+        ),
+        (
+            ["--slack-minute-seconds", "-1"],
+            {},
+            "--slack-minute-seconds must be a positive number of seconds",
+        ),
+    ],
+)
+def test_a_bad_tier_or_backfill_setting_is_one_line(
+    args: list[str], env: dict[str, str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, err = run(["run", *args], {**env_for("http://127.0.0.1:9/api/"), **env}, capsys)
+    assert status == 2
+    assert named in err and len(err.splitlines()) == 1, err

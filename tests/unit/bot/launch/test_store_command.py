@@ -38,3 +38,41 @@ def test_a_data_dir_without_a_store_is_named(
 ) -> None:
     assert main(["store", "stats", "--data-dir", str(tmp_path)], env={}) == 2
     assert f"no channel store in {tmp_path} yet" in capsys.readouterr().err
+
+
+def test_stats_say_how_far_back_each_channel_reaches_and_what_the_backfill_still_wants(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chanctx.cache.channel_store import (
+        BackfillCursor,
+        CursorSaved,
+        MessagePosted,
+        SqliteChannelStore,
+    )
+    from chanctx.context import Message
+
+    day = 86_400.0
+    start = 1_780_000_000.0  # 2026-05-28
+    cursors = {
+        "C1": None,
+        "C2": BackfillCursor(oldest_ts=f"{start + 9 * day:.6f}", goal_ts=f"{start:.6f}"),
+        "C3": BackfillCursor(oldest_ts=f"{start:.6f}", goal_ts=f"{start:.6f}"),
+        "C4": BackfillCursor(oldest_ts=f"{start:.6f}", complete=True),
+    }
+    store = SqliteChannelStore(tmp_path)
+    for channel, cursor in cursors.items():
+        posted = MessagePosted(
+            "T1", Message(channel=channel, ts=f"{start + 10 * day:.6f}", text="hi")
+        )
+        store.write([posted] + ([CursorSaved("T1", channel, "history", cursor)] if cursor else []))
+    store.close()
+    assert main(["store", "stats", "--data-dir", str(tmp_path)], env={}) == 0
+    lines = {line.split()[1]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert lines["C1"].endswith("history from Slack: not read yet (backfill pending)")
+    assert lines["C2"].endswith(
+        "history from Slack: back to 2026-06-06 (backfill pending, to 2026-05-28)"
+    )
+    assert lines["C3"].endswith(
+        "history from Slack: back to 2026-05-28 (backfill done to 2026-05-28)"
+    )
+    assert lines["C4"].endswith("history from Slack: whole (backfill complete)")

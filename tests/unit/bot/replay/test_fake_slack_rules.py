@@ -194,3 +194,42 @@ def test_the_limited_tier_serves_history_reads_once_a_minute_and_15_messages_a_c
         client = WebClient(token="xoxb-test", base_url=standard.url)
         for _ in range(3):
             assert client.conversations_history(channel=CHANNEL, limit=200)["ok"]
+
+
+def test_the_standard_tier_is_tier_3_fifty_history_reads_a_minute() -> None:
+    clock = Clock(START + 100)
+    with FakeSlackAPI(copy.deepcopy(STATE), clock=clock, tier="standard") as fake:
+        client = WebClient(token="xoxb-test", base_url=fake.url)
+        for _ in range(50):  # a burst of a minute's budget is served
+            assert client.conversations_history(channel=CHANNEL, limit=200)["ok"]
+        try:
+            client.conversations_history(channel=CHANNEL)
+        except SlackApiError as error:
+            assert error.response.status_code == 429
+            assert error.response.headers["Retry-After"] == "2"  # 1.2 s to the next call
+        else:
+            raise AssertionError("a 51st read within the minute was served")
+        clock.now += 1.25
+        assert client.conversations_history(channel=CHANNEL)["ok"]
+        try:  # its own budget: answered (no such thread here), not refused
+            client.conversations_replies(channel=CHANNEL, ts=ts(0))
+        except SlackApiError as error:
+            assert error.response.status_code == 200
+            assert error.response["error"] == "thread_not_found"
+
+
+def test_a_shortened_minute_counts_the_same_calls_faster() -> None:
+    clock = Clock(START + 100)
+    with FakeSlackAPI(
+        copy.deepcopy(STATE), clock=clock, tier="limited", minute_seconds=2.0
+    ) as fake:
+        client = WebClient(token="xoxb-test", base_url=fake.url)
+        assert client.conversations_history(channel=CHANNEL)["ok"]
+        try:
+            client.conversations_history(channel=CHANNEL)
+        except SlackApiError as error:
+            assert error.response.headers["Retry-After"] == "2.000"
+        else:
+            raise AssertionError("a second read within the (2 s) minute was served")
+        clock.now += 2
+        assert client.conversations_history(channel=CHANNEL)["ok"]

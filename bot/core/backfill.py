@@ -1,0 +1,262 @@
+"""Background backfill: a channel's older history paged into the store within Slack's tier.
+
+For every channel the store knows whose stored history does not reach back to the goal
+(``--backfill recent``: ``--backfill-days`` back; ``all``: the channel's beginning), one
+background thread pages ``conversations.history`` backwards from the oldest stored page, and
+``conversations.replies`` for each thread of a page whose replies are not all stored. A page,
+its threads' replies and the moved cursor go to the store in one write, so a kill loses at most
+the page in flight, and a restart asks Slack for exactly the next one.
+
+Answers go first: the fetcher given here uses the rate limiter's background lane
+(``PriorityLimiter.background``), which never waits in line and yields to any answer that
+asked for the same method; a call it may not make now is retried when the lane says. Channels
+are served round-robin, one call each, so one long channel does not starve the others.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from chanctx.bot.core.backfill_plan import HISTORY, BackfillSettings, goal_ts, pending
+from chanctx.bot.core.channel_record import ChannelRecord
+from chanctx.bot.slack.slack_api import SlackFetcher, SlackUnavailable
+from chanctx.cache import RateLimited, ts_key
+from chanctx.cache.channel_store import BackfillCursor, CursorSaved, MessagePosted, StoreEvent
+from chanctx.context import Message
+
+__all__ = ["Backfill"]
+
+logger = logging.getLogger("chanctx.backfill")
+_UNAVAILABLE_PAUSE = 5.0  # seconds before a channel is tried again after Slack kept failing
+
+
+@dataclass
+class _Job:
+    """One channel's page in flight: fetched, its threads being read, not yet stored."""
+
+    channel: str
+    goal: str | None
+    page: list[Message] | None = None
+    more: bool = False
+    threads: list[str] = field(default_factory=list)  # roots whose replies are still to read
+    replies: dict[str, Message] = field(default_factory=dict)
+    reply_cursor: str = ""
+    swept: bool = False  # the first load's page was checked for threads to read
+
+
+class Backfill:
+    """Pages older history of one workspace's channels into its store (``start`` / ``stop``)."""
+
+    def __init__(
+        self,
+        record: ChannelRecord,
+        slack: SlackFetcher,
+        settings: BackfillSettings,
+        *,
+        clock: Callable[[], float] = time.time,
+        first_load: Callable[[str], None] | None = None,
+    ) -> None:
+        """``first_load``: the engine's load of a channel's newest page (``warm_channel``),
+        used for a channel never loaded, so that an answer's load and the backfill's never
+        both ask Slack for the same page (None: the backfill reads it itself)."""
+        self.record = record
+        self._first_load = first_load
+        self.slack = slack
+        self.settings = settings
+        self._clock = clock
+        self._jobs: dict[str, _Job] = {}
+        self._refused: set[str] = set()  # channels Slack will not page for us (not_in_channel)
+        self._looked = -float("inf")
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.pages = 0  # pages stored since the start
+        self.messages = 0  # messages (replies included) in them
+
+    @property
+    def pending(self) -> list[str]:
+        """The channels with a pass under way (as of the last look at the store)."""
+        return list(self._jobs)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.settings.mode == "off" or self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="chanctx-backfill", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop after the call in flight; a page not yet stored is read again next start."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        logger.info("backfill: %s, pages of %d", self.settings.mode, self.settings.page)
+        while not self._stop.is_set():
+            try:
+                wait = self.step()
+            except Exception:  # never take the bot down; try again after a pause
+                logger.exception("backfill step failed")
+                wait = self.settings.idle_seconds
+            if wait > 0:
+                self._stop.wait(wait)
+
+    # -- one round -----------------------------------------------------------------------------
+
+    def step(self) -> float:
+        """One call for each channel whose turn it is, if the lane allows; seconds to wait."""
+        self._look_for_channels()
+        if not self._jobs:
+            return self.settings.idle_seconds
+        wait = self.settings.idle_seconds
+        for job in list(self._jobs.values()):
+            if self._stop.is_set():
+                return 0.0
+            try:
+                if self._advance(job):
+                    wait = 0.0
+            except RateLimited as limited:
+                wait = min(wait, max(limited.retry_after, 0.01))
+            except SlackUnavailable as error:
+                logger.info("backfill of %s paused: %s", job.channel, error)
+                wait = min(wait, _UNAVAILABLE_PAUSE)
+            except OSError as error:  # the store refused the page (full disk): read it again later
+                logger.warning("backfill of %s paused: %s", job.channel, error)
+                job.page, job.replies, job.threads = None, {}, []
+                wait = min(wait, self.settings.idle_seconds)
+        return wait
+
+    def _look_for_channels(self) -> None:
+        """Channels the store knows (heard live, warmed, imported) whose history is short."""
+        now = time.monotonic()
+        if self._jobs and now - self._looked < self.settings.idle_seconds:
+            return
+        self._looked = now
+        team, store = self.record.team, self.record.store
+        goal = goal_ts(self.settings, self._clock())
+        for key in store.channels(team):
+            channel = key.channel
+            if channel in self._jobs or channel in self._refused:
+                continue
+            if pending(store.cursor(team, channel, HISTORY), goal):
+                self._jobs[channel] = _Job(channel, goal)
+
+    def _advance(self, job: _Job) -> bool:
+        """The job's next call (a history page, a replies page) or its write; True if done."""
+        if not job.swept:
+            job.swept = True
+            job.threads = self._first_page_threads(job.channel)
+            return False
+        if job.threads:
+            return self._read_replies(job)
+        if job.page is None and job.replies:  # the first page's threads: no cursor moves
+            self.record.write([MessagePosted(self.record.team, m) for m in job.replies.values()])
+            job.replies = {}
+            return True
+        if job.page is None:
+            return self._read_page(job)
+        self._store(job)
+        return True
+
+    def _first_page_threads(self, channel: str) -> list[str]:
+        """Threads of the page the first load stored (the newest, read by an answer's load,
+        which reads no replies) whose replies are not all stored."""
+        team, store = self.record.team, self.record.store
+        cursor = store.cursor(team, channel, HISTORY)
+        if cursor is None or cursor.oldest_ts is None:
+            return []  # the backfill reads the newest page itself, threads included
+        loaded = store.messages(
+            team, channel, oldest=cursor.oldest_ts, latest=f"{cursor.updated:.6f}", scope="timeline"
+        )
+        return self._missing_replies(channel, loaded)
+
+    def _missing_replies(self, channel: str, page: list[Message]) -> list[str]:
+        team, store = self.record.team, self.record.store
+        return [
+            m.ts
+            for m in page
+            if m.reply_count > 0
+            and m.thread_ts == m.ts
+            and len(store.replies(team, channel, m.ts)) < m.reply_count
+        ]
+
+    def _read_page(self, job: _Job) -> bool:
+        team, store, channel = self.record.team, self.record.store, job.channel
+        cursor = store.cursor(team, channel, HISTORY)
+        if not pending(cursor, job.goal):
+            del self._jobs[channel]
+            return False
+        if cursor is None and self._first_load is not None:
+            self._first_load(channel)  # its cursor is stored with the page; go on from it
+            job.swept = False  # and read that page's threads
+            return False
+        params: dict[str, object] = {"channel": channel, "limit": self.settings.page}
+        if cursor is not None and cursor.oldest_ts is not None:
+            params["latest"] = cursor.oldest_ts  # exclusive: the next older page
+        if job.goal is not None:
+            params["oldest"] = job.goal
+        got = self.slack.read_page("conversations.history", dict(params), channel)
+        if got is None:
+            logger.info("backfill of %s stopped: Slack refused its history", channel)
+            self._refused.add(channel)
+            del self._jobs[channel]
+            return False
+        job.page, more = got
+        job.more = bool(more)
+        job.threads = self._missing_replies(channel, job.page)
+        return True
+
+    def _read_replies(self, job: _Job) -> bool:
+        root = job.threads[0]
+        params: dict[str, object] = {
+            "channel": job.channel,
+            "ts": root,
+            "limit": self.settings.page,
+        }
+        if job.reply_cursor:
+            params["cursor"] = job.reply_cursor
+        got = self.slack.read_page("conversations.replies", dict(params), job.channel)
+        more = ""
+        if got is not None:
+            replies, more = got
+            job.replies.update((m.ts, m) for m in replies if m.ts != root)
+        if more:
+            job.reply_cursor = more
+        else:
+            job.threads.pop(0)
+            job.reply_cursor = ""
+        return True
+
+    def _store(self, job: _Job) -> None:
+        """The page, its replies and the cursor moved past it: one write."""
+        page = job.page or []
+        team = self.record.team
+        oldest = min((m.ts for m in page), key=ts_key, default=None)
+        done = not job.more
+        if done and job.goal is not None:
+            oldest = job.goal  # everything since the goal is stored
+        elif oldest is None:
+            cursor = self.record.store.cursor(team, job.channel, HISTORY)
+            oldest = cursor.oldest_ts if cursor is not None else None
+        moved = BackfillCursor(
+            oldest_ts=oldest,
+            complete=done and job.goal is None,
+            updated=time.time(),
+            goal_ts=job.goal,
+        )
+        events: list[StoreEvent] = [
+            MessagePosted(team, m) for m in [*page, *job.replies.values()] if not m.deleted
+        ]
+        events.append(CursorSaved(team, job.channel, HISTORY, moved))
+        self.record.write(events)
+        self.pages += 1
+        self.messages += len(events) - 1
+        job.page, job.replies, job.more = None, {}, False
+        if done:
+            logger.info("backfill of %s reached %s", job.channel, job.goal or "its beginning")
+            del self._jobs[job.channel]

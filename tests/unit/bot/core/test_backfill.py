@@ -1,0 +1,183 @@
+"""The background backfill against the fake Slack (real loopback HTTP) under the limited tier,
+with the fake's minute shortened to 0.05 s (and the bot's limiter told the same): pages go to
+the store with their cursor, threads' replies are read, a restart resumes from the stored
+cursor, and a finished pass is not run again."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from chanctx.bot.core.backfill import Backfill
+from chanctx.bot.core.backfill_plan import HISTORY, BackfillSettings, goal_ts, pending
+from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
+from chanctx.bot.replay.fake_slack import FakeSlackAPI
+from chanctx.bot.slack.intake import SelfIdentity
+from chanctx.bot.slack.slack_api import SlackFetcher
+from chanctx.cache import RateLimiter
+from chanctx.cache.channel_store import BackfillCursor, ChannelNamed, SqliteChannelStore
+from chanctx.cache.rate_limit import PriorityLimiter, slack_tier
+from slack_sdk import WebClient
+
+from tests.support.backfill_channel import backfill_state, missing_from_store
+from tests.support.slack_events import BOT_ID, BOT_USER, CHANNEL, TEAM
+
+MINUTE = 0.05  # seconds the fake's and the limiter's minute lasts here
+
+
+def backfill_on(
+    data: Path, fake: FakeSlackAPI, mode: str = "all", days: int = 30, *, first_load: bool = False
+) -> tuple[Backfill, OpenStore]:
+    tier = slack_tier("limited")
+    per_method = tier.per_method()
+    limiter = PriorityLimiter(
+        RateLimiter(
+            calls_per_minute=tier.workspace_per_minute, per_method=per_method, minute=MINUTE
+        ),
+        per_method,
+        minute=MINUTE,
+    )
+    fetcher = SlackFetcher(
+        WebClient(token="xoxb-test", base_url=fake.url),
+        limiter=limiter.background,
+        me=SelfIdentity(user_id=BOT_USER, bot_id=BOT_ID),
+        overflow="degrade",
+        page_size=tier.page,
+        max_retries=2,
+    )
+    opened = OpenStore(SqliteChannelStore(data, synchronous="NORMAL"))
+    record = ChannelRecord(opened, TEAM)
+    record.write([ChannelNamed(TEAM, CHANNEL, "general")])  # a channel the bot is in
+    settings = BackfillSettings(mode=mode, days=days, page=tier.page, idle_seconds=MINUTE)  # type: ignore[arg-type]
+    load = None
+    if first_load:  # what the engine's first load does: the newest page, no replies
+
+        def load(channel: str) -> None:
+            record.warmed(channel, fetcher.channel_history(channel, limit=15), limit=15)
+
+    return Backfill(record, fetcher, settings, first_load=load), opened
+
+
+def served(fake: FakeSlackAPI, method: str) -> int:
+    """Calls of ``method`` the fake answered (not the ones it refused with a 429)."""
+    refused = sum(1 for f in fake.failures if f[0] == method and f[1] == 429)
+    return fake.call_counts().get(method, 0) - refused
+
+
+def run(backfill: Backfill, *, pages: int | None = None, limit: float = 60.0) -> None:
+    """Step until nothing is pending (or ``pages`` pages are stored)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        wait = backfill.step()
+        if pages is not None and backfill.pages >= pages:
+            return
+        if not backfill.pending:
+            return
+        time.sleep(min(wait, MINUTE))
+    raise AssertionError("the backfill did not finish")
+
+
+def test_a_channel_is_backfilled_whole_with_its_threads(tmp_path: Path) -> None:
+    state = backfill_state(100, threads=4, replies=20)
+    with FakeSlackAPI(state, tier="limited", minute_seconds=MINUTE) as fake:
+        backfill, opened = backfill_on(tmp_path, fake)
+        try:
+            run(backfill)
+            missing, extra = missing_from_store(opened.store, state)
+            assert (missing, extra) == (set(), set())
+            cursor = opened.store.cursor(TEAM, CHANNEL, HISTORY)
+            assert cursor is not None and cursor.complete
+            # 100 messages in pages of 15; 4 threads of 20 replies, two pages each.
+            assert served(fake, "conversations.history") == 7
+            assert served(fake, "conversations.replies") == 8
+            assert not [f for f in fake.failures if f[1] != 429]
+        finally:
+            opened.close()
+
+
+def test_a_restart_resumes_from_the_stored_cursor_and_a_finished_pass_is_not_repeated(
+    tmp_path: Path,
+) -> None:
+    state = backfill_state(150, threads=3, replies=4)
+    with FakeSlackAPI(state, tier="limited", minute_seconds=MINUTE) as fake:
+        backfill, opened = backfill_on(tmp_path, fake)
+        run(backfill, pages=4)
+        stored_pages = backfill.pages
+        cursor = opened.store.cursor(TEAM, CHANNEL, HISTORY)
+        assert cursor is not None and not cursor.complete
+        opened.close()  # the process ends with a page in flight at most
+        first = served(fake, "conversations.history")
+
+        backfill, opened = backfill_on(tmp_path, fake)
+        try:
+            run(backfill)
+            missing, extra = missing_from_store(opened.store, state)
+            assert (missing, extra) == (set(), set())
+            total = served(fake, "conversations.history")
+            # Ten pages of 15 in all; the restart asked again for at most the page in flight.
+            assert stored_pages == 4 and first - stored_pages <= 1
+            assert total - first == 10 - stored_pages
+        finally:
+            opened.close()
+
+        backfill, opened = backfill_on(tmp_path, fake)
+        try:
+            before = fake.call_counts()
+            backfill.step()
+            assert fake.call_counts() == before  # the pass is recorded as done
+        finally:
+            opened.close()
+
+
+def test_recent_stops_at_its_goal_and_a_later_start_finds_nothing_to_do(tmp_path: Path) -> None:
+    # 60 messages an hour apart, 3 per... a day of 24: "the last 1 day" wants the newest 24ish.
+    state = backfill_state(60, spacing=3600.0)
+    with FakeSlackAPI(state, tier="limited", minute_seconds=MINUTE) as fake:
+        backfill, opened = backfill_on(tmp_path, fake, mode="recent", days=1)
+        try:
+            run(backfill)
+            day_ago = time.time() - 86_400
+            missing, _ = missing_from_store(opened.store, state, oldest=day_ago + 120)
+            assert missing == set()
+            older = [m for m in opened.store.messages(TEAM, CHANNEL) if float(m.ts) < day_ago - 120]
+            assert older == []
+            cursor = opened.store.cursor(TEAM, CHANNEL, HISTORY)
+            assert cursor is not None and not cursor.complete and cursor.goal_ts is not None
+        finally:
+            opened.close()
+        backfill, opened = backfill_on(tmp_path, fake, mode="recent", days=1)
+        try:
+            before = fake.call_counts()
+            backfill.step()
+            assert fake.call_counts() == before
+        finally:
+            opened.close()
+
+
+def test_what_is_pending() -> None:
+    settings = BackfillSettings(mode="recent", days=30)
+    goal = goal_ts(settings, 100 * 86_400.0)
+    assert goal == f"{70 * 86_400.0:.6f}"
+    assert goal_ts(BackfillSettings(mode="all"), 5.0) is None
+    assert pending(None, goal)
+    assert not pending(BackfillCursor(oldest_ts="1.000000", complete=True), None)
+    assert pending(BackfillCursor(oldest_ts=f"{80 * 86_400.0:.6f}"), goal)
+    assert not pending(BackfillCursor(oldest_ts=goal, goal_ts=goal), goal)
+    # A later day's goal is newer: a recent pass already done stays done.
+    assert not pending(BackfillCursor(oldest_ts=goal, goal_ts=goal), f"{71 * 86_400.0:.6f}")
+    # Switching to all: the pass goes on from where recent stopped.
+    assert pending(BackfillCursor(oldest_ts=goal, goal_ts=goal), None)
+
+
+def test_threads_of_the_page_an_answer_loaded_are_read_too(tmp_path: Path) -> None:
+    """The newest page comes from the engine's first load, which reads no replies: its
+    threads are read by the backfill all the same."""
+    state = backfill_state(40, threads=4, replies=3)  # threads at 0, 10, 20, 30: 30 is newest
+    with FakeSlackAPI(state, tier="limited", minute_seconds=MINUTE) as fake:
+        backfill, opened = backfill_on(tmp_path, fake, first_load=True)
+        try:
+            run(backfill)
+            missing, extra = missing_from_store(opened.store, state)
+            assert (missing, extra) == (set(), set())
+        finally:
+            opened.close()
