@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from tests.support.fake_clock import ticking_clock
 from tests.support.paths import ROOT
 
 TOKEN = "xoxb-test-0123456789-secret"
@@ -55,7 +56,7 @@ ROOT_TS = f"{BASE}.000100"
 
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeSlackAPI]:
-    with FakeSlackAPI(STATE, clock=lambda: float(BASE + 100)) as server:
+    with FakeSlackAPI(STATE, clock=ticking_clock(float(BASE + 100))) as server:
         yield server
 
 

@@ -18,6 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from slack_sdk import WebClient
 
+from tests.support.fake_clock import ticking_clock
+
 TOKEN = "xoxb-fetcher-test-secret"
 BASE = 1_760_000_000
 ME = SelfIdentity(user_id="UBOT", bot_id="BBOT")
@@ -50,7 +52,7 @@ class Sleeper:
 
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeSlackAPI]:
-    with FakeSlackAPI(STATE, clock=lambda: float(BASE + 10**6)) as server:
+    with FakeSlackAPI(STATE, clock=ticking_clock(float(BASE + 10**6))) as server:
         yield server
 
 
