@@ -83,6 +83,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
         item.add_marker(name)
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: `-p no:xdist` runs without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under `--dist loadgroup`, a kind's tests run one after another on one worker, the unit
     tests spread over all the workers one by one.
