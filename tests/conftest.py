@@ -21,14 +21,42 @@ from tests.support.paths import ROOT
 # on a loaded 2-core machine. Speed is measured in bench/, not here.
 settings.register_profile("chanctx", deadline=None)
 # The fast subset (`-m "not slow"`) asks each property of fewer examples; the whole suite, the
-# one CI runs, keeps Hypothesis' default of 100.
-settings.register_profile("fast", deadline=None, max_examples=15)
+# one CI runs, keeps Hypothesis' default of 100 and every count a test asks for itself.
+FAST_EXAMPLES = 15
+settings.register_profile("fast", deadline=None, max_examples=FAST_EXAMPLES)
 settings.load_profile("chanctx")
 
 
+def fast_subset(config: pytest.Config) -> bool:
+    return (config.getoption("markexpr", "") or "").replace(" ", "") == "notslow"
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    if (config.getoption("markexpr", "") or "").replace(" ", "") == "notslow":
+    if fast_subset(config):
         settings.load_profile("fast")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In the fast subset, a property that asks for more examples than the profile's gets the
+    profile's: a test's own ``@settings(max_examples=300)`` outranks any profile, and those
+    counts were most of the fast subset's time. The whole suite runs them in full."""
+    if not fast_subset(config):
+        return
+    for item in items:
+        test = getattr(item, "obj", None)
+        test = getattr(test, "__func__", test)  # a test method: its function holds the settings
+        chosen = getattr(test, "_hypothesis_internal_use_settings", None)
+        if isinstance(chosen, settings) and chosen.max_examples > FAST_EXAMPLES:
+            test._hypothesis_internal_use_settings = fewer(chosen)  # type: ignore[union-attr]
+        # A state machine's TestCase carries its settings on the class.
+        case = getattr(item, "cls", None)
+        chosen = getattr(case, "settings", None)
+        if isinstance(chosen, settings) and chosen.max_examples > FAST_EXAMPLES:
+            case.settings = fewer(chosen)  # type: ignore[union-attr]
+
+
+def fewer(chosen: settings) -> settings:
+    return settings(chosen, max_examples=FAST_EXAMPLES)
 
 
 # pytester runs small pytest sessions inside tests (tests/repo/test_suite_rules.py).
@@ -55,6 +83,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
         item.add_marker(name)
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: `-p no:xdist` runs without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under `--dist loadgroup`, a kind's tests run one after another on one worker, the unit
     tests spread over all the workers one by one.

@@ -209,6 +209,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_no_import_cycle_between_modules() -> None:
     """Module-level and function-level imports alike: a cycle hidden in a function is still
     a cycle a reader has to untie."""
@@ -240,6 +241,7 @@ def test_a_cycle_and_a_back_arrow_are_caught() -> None:
     assert FLOOR_OF["server"] < FLOOR_OF["launch"]
 
 
+@pytest.mark.slow
 def test_no_room_of_bot_imports_another_rooms_private_module() -> None:
     """What another room uses is public: a ``_private`` module stays inside its own room."""
     modules = all_modules()

@@ -90,6 +90,7 @@ def is_public(path: Path) -> bool:
     return not any(_is_private(part) for part in parts)
 
 
+@pytest.mark.slow
 def test_no_private_module_is_imported_across_packages() -> None:
     offenders = []
     for path in product_files(*PRODUCT):

@@ -75,8 +75,51 @@ def test_every_test_lives_in_its_kinds_folder() -> None:
     assert not misplaced, f"test files outside tests/{{{','.join(sorted(KINDS))}}}: {misplaced}"
 
 
+def bot_rooms() -> set[str]:
+    """The rooms of bot/: its folders that hold Python (``cli.py``, a module at the top, belongs
+    with ``launch``, the floor it sits on)."""
+    bot = ROOT / "bot"
+    return {p.name for p in bot.iterdir() if p.is_dir() and any(p.rglob("*.py"))}
+
+
+def misplaced_bot_tests(tests: Path, rooms: set[str]) -> list[str]:
+    """Test files of tests/<kind>/bot/ that sit in no room folder: flat in bot/, or in a folder
+    named for no room of bot/ (an old room's name, a typo)."""
+    misplaced = []
+    for kind in sorted(KINDS):
+        for path in sorted((tests / kind / "bot").rglob("test_*.py")):
+            inside = path.relative_to(tests / kind / "bot").parts
+            if len(inside) == 1 or inside[0] not in rooms:
+                misplaced.append(path.relative_to(tests).as_posix())
+    return misplaced
+
+
+def test_every_bot_test_lives_in_the_room_it_tests() -> None:
+    """tests/unit/bot/, tests/process/bot/ and tests/browser/bot/ mirror bot/'s rooms
+    (tests/README.md says which room a test belongs to): a test file left flat in bot/, or in a
+    folder named for a room bot/ no longer has, is found here."""
+    misplaced = misplaced_bot_tests(TESTS, bot_rooms())
+    assert not misplaced, f"bot tests outside a room folder of bot/: {misplaced}"
+
+
+def test_a_flat_bot_test_or_a_folder_of_no_room_is_found(tmp_path: Path) -> None:
+    # The rule above, on a made-up suite: it must be able to fail.
+    for name in (
+        "unit/bot/slack/test_ok.py",
+        "unit/bot/test_flat.py",
+        "process/bot/shared/test_old.py",
+    ):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert misplaced_bot_tests(tmp_path, {"slack", "stores"}) == [
+        "process/bot/shared/test_old.py",
+        "unit/bot/test_flat.py",
+    ]
+    assert {"slack", "events", "replicas", "launch"} <= bot_rooms() and "shared" not in bot_rooms()
+
+
 def test_every_folder_of_the_suite_is_a_package() -> None:
-    """Test modules are named by their full path (tests.unit.bot.test_cli), so two kinds may hold
+    """Test modules are named by their full path (tests.unit.bot.launch.test_cli), so two kinds may hold
     a file of the same name; that needs an __init__.py in every folder."""
     folders = {p.parent for p in _suite_files()}
     missing = [f.relative_to(ROOT).as_posix() for f in folders if not (f / "__init__.py").is_file()]

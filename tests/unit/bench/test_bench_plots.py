@@ -31,6 +31,7 @@ def test_a_cell_without_a_number_is_named() -> None:
         number("n/a")
 
 
+@pytest.mark.slow
 def test_every_key_picture_is_drawn_from_the_committed_results(tmp_path: Path) -> None:
     written, missing = draw_all(sections(), tmp_path)
     assert missing == []
@@ -39,6 +40,7 @@ def test_every_key_picture_is_drawn_from_the_committed_results(tmp_path: Path) -
         assert (tmp_path / name).read_bytes().startswith(PNG)
 
 
+@pytest.mark.slow
 def test_a_missing_section_is_named_and_the_others_still_drawn(tmp_path: Path) -> None:
     found = sections()
     del found["Scale-out on Redis"]

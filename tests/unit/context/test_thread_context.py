@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from chanctx.context import (
     Message,
     Names,
@@ -140,6 +141,7 @@ def test_a_reply_cut_to_fit_ends_with_ellipsis() -> None:
     assert context.truncation.included_replies == 1 and context.truncation.omitted_range_ts is None
 
 
+@pytest.mark.slow
 def test_build_cost_does_not_depend_on_thread_length() -> None:
     # Replies past the budget must never be rendered: count how many are touched.
     touched: list[int] = []

@@ -235,6 +235,7 @@ def test_digest_lists_who_asked_what_and_the_answer() -> None:
     assert result.replaced_through_turn == 6
 
 
+@pytest.mark.slow
 def test_a_big_digest_stops_at_1500_tokens_and_says_what_it_omitted() -> None:
     result = trim(flat(long_conversation(400, words=200)), keep_turns=3, counter=COUNTER)
     assert COUNTER.count(result.digest) <= MAX_DIGEST_TOKENS

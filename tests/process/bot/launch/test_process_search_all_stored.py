@@ -19,7 +19,7 @@ from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 
 from bench._process import BotProcess, post_signed
-from tests.process.bot.test_process_store_restart import (
+from tests.process.bot.core.test_process_store_restart import (
     KEY,
     READS,
     deliver,

@@ -15,6 +15,7 @@ def replay(args: list[str], env: dict[str, str], capsys: pytest.CaptureFixture[s
     return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow
 def test_chanctx_data_dir_in_the_environment_does_not_change_a_replay(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -27,6 +28,7 @@ def test_chanctx_data_dir_in_the_environment_does_not_change_a_replay(
     assert not (tmp_path / "bot").exists()  # the operator's data dir was never touched
 
 
+@pytest.mark.slow
 def test_a_used_data_dir_needs_continue_and_then_the_skips_are_counted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

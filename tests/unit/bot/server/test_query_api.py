@@ -137,6 +137,7 @@ def test_the_same_query_over_the_same_state_gives_the_same_block_ids(api: str) -
     assert [c["block_id"] for c in first["chunks"]] == [c["block_id"] for c in second["chunks"]]
 
 
+@pytest.mark.slow
 def test_a_hundred_queries_at_once_all_complete(api: str) -> None:
     queries = [{"query": WORDS[n % len(WORDS)], "channel": INCIDENTS, "token_budget": 500}
                for n in range(100)]  # fmt: skip

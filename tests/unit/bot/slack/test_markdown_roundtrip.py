@@ -102,6 +102,7 @@ def test_the_construct_document_has_every_construct_slack_documents() -> None:
     assert {"bullet_list_open", "ordered_list_open", "heading_open", "blockquote_open"} <= kinds
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "posted"])
 def test_every_documented_construct_survives_the_round_trip_through_the_fake(
     tmp_path: Path, stream: bool

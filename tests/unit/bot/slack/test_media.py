@@ -477,6 +477,7 @@ def test_an_image_pillow_cannot_read_over_the_5_mb_base64_limit_is_refused(
     )
 
 
+@pytest.mark.slow
 def test_a_real_image_too_large_for_claude_is_scaled_down_not_refused(other: Recorder) -> None:
     import io
     import os

@@ -19,7 +19,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from bench._process import free_port
-from tests.process.bot.test_process_oauth import (
+from tests.process.bot.events.test_process_oauth import (
     CLIENT_ID,
     CLIENT_SECRET,
     TEAMS,

@@ -49,7 +49,7 @@ class Answers:
 
 def new_bot(data_dir: Path, responder: Any, *, stream: bool = False) -> OfflineBot:
     """Answers posted in one message each (where Slack does not stream); streamed answers
-    through crashes and faults are tests/unit/bot/test_streaming.py's."""
+    through crashes and faults are tests/unit/bot/slack/test_streaming.py's."""
     return OfflineBot(
         copy.deepcopy(STATE), responder=responder, start_time=START, data_dir=data_dir,
         stream=stream,
@@ -209,6 +209,7 @@ def test_a_reopened_journal_knows_exactly_what_the_running_one_knew(
     again.close()
 
 
+@pytest.mark.slow
 def test_done_turns_are_forgotten_after_the_retry_window_and_the_file_stays_small(
     tmp_path: Path,
 ) -> None:

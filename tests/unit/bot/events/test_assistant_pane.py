@@ -131,6 +131,7 @@ def test_the_viewed_channel_survives_a_restart_and_a_torn_line(tmp_path: Path) -
     assert again.viewed("D9", "1.000001") is None
 
 
+@pytest.mark.slow
 def test_the_store_is_bounded_and_rewrites_itself(tmp_path: Path) -> None:
     path = tmp_path / "assistant_threads.jsonl"
     threads = LocalPaneThreads(path, max_threads=10)

@@ -184,6 +184,7 @@ def test_the_store_survives_a_restart_and_a_torn_last_line(tmp_path: Path) -> No
     third.close()
 
 
+@pytest.mark.slow
 def test_the_store_rewrites_itself_compactly_without_losing_anything(tmp_path: Path) -> None:
     store = LocalPlaybookStore(tmp_path)
     store.apply(CHANNEL, [add(0, 0, 1)], now=1.0)
@@ -354,6 +355,7 @@ def test_the_inspector_lists_every_bullet_with_its_state_for_the_keys_channels(
     assert _get(f"{learned}/api/playbook", "not-a-key-at-all-0000")[0] == 401
 
 
+@pytest.mark.slow
 def test_the_reactions_that_count_are_the_operators_choice(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

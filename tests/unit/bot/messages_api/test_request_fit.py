@@ -67,6 +67,7 @@ def texts_of(body: dict[str, Any]) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_twenty_five_big_text_files_fit_the_window_and_say_what_was_left_out(
     tmp_path: Path,
 ) -> None:
@@ -111,6 +112,7 @@ def image_block(size: int) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
 
 
+@pytest.mark.slow
 def test_a_request_over_32_mb_loses_its_largest_attachments_first() -> None:
     blocks = [image_block(4_000_000) for _ in range(9)] + [{"type": "text", "text": "q"}]
     request = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": blocks}]}

@@ -2,7 +2,7 @@
 through slack_sdk's chat_stream), falls back to one post where Slack does not stream, and
 Slack's faults mid-stream never leave a broken or a second answer.
 
-Crashes mid-stream (kill -9 of a real process) are tests/process/bot/test_process_streaming.py's.
+Crashes mid-stream (kill -9 of a real process) are tests/process/bot/slack/test_process_streaming.py's.
 """
 
 from __future__ import annotations
