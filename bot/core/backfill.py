@@ -32,6 +32,8 @@ __all__ = ["Backfill"]
 
 logger = logging.getLogger("chanctx.backfill")
 _UNAVAILABLE_PAUSE = 5.0  # seconds before a channel is tried again after Slack kept failing
+# A pass under the limited tier lasts hours: the log says how far it got this often.
+_PROGRESS_EVERY = 300.0
 
 
 @dataclass
@@ -59,10 +61,12 @@ class Backfill:
         *,
         clock: Callable[[], float] = time.time,
         first_load: Callable[[str], None] | None = None,
+        progress_every: float = _PROGRESS_EVERY,
     ) -> None:
         """``first_load``: the engine's load of a channel's newest page (``warm_channel``),
         used for a channel never loaded, so that an answer's load and the backfill's never
-        both ask Slack for the same page (None: the backfill reads it itself)."""
+        both ask Slack for the same page (None: the backfill reads it itself).
+        ``progress_every``: seconds between the log lines saying how far the backfill got."""
         self.record = record
         self._first_load = first_load
         self.slack = slack
@@ -75,6 +79,8 @@ class Backfill:
         self._thread: threading.Thread | None = None
         self.pages = 0  # pages stored since the start
         self.messages = 0  # messages (replies included) in them
+        self._progress_every = progress_every
+        self._told = time.monotonic()  # when the log last said how far the backfill got
 
     @property
     def pending(self) -> list[str]:
@@ -232,6 +238,16 @@ class Backfill:
             job.reply_cursor = ""
         return True
 
+    def _tell_progress(self, channel: str, oldest: str | None) -> None:
+        if time.monotonic() - self._told < self._progress_every:
+            return
+        self._told = time.monotonic()
+        logger.info(
+            "backfill: %d pages, %d messages stored since the start; %s back to ts %s, %d "
+            "channel(s) pending (chanctx store stats shows each)",
+            self.pages, self.messages, channel, oldest or "?", len(self._jobs),
+        )  # fmt: skip
+
     def _store(self, job: _Job) -> None:
         """The page, its replies and the cursor moved past it: one write."""
         page = job.page or []
@@ -257,6 +273,7 @@ class Backfill:
         self.pages += 1
         self.messages += len(events) - 1
         job.page, job.replies, job.more = None, {}, False
+        self._tell_progress(job.channel, oldest)
         if done:
             logger.info("backfill of %s reached %s", job.channel, job.goal or "its beginning")
             del self._jobs[job.channel]

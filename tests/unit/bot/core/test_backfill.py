@@ -5,9 +5,11 @@ cursor, and a finished pass is not run again."""
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
+import pytest
 from chanctx.bot.core.backfill import Backfill
 from chanctx.bot.core.backfill_plan import HISTORY, BackfillSettings, goal_ts, pending
 from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
@@ -26,7 +28,13 @@ MINUTE = 0.05  # seconds the fake's and the limiter's minute lasts here
 
 
 def backfill_on(
-    data: Path, fake: FakeSlackAPI, mode: str = "all", days: int = 30, *, first_load: bool = False
+    data: Path,
+    fake: FakeSlackAPI,
+    mode: str = "all",
+    days: int = 30,
+    *,
+    first_load: bool = False,
+    progress: float = 300.0,
 ) -> tuple[Backfill, OpenStore]:
     tier = slack_tier("limited")
     per_method = tier.per_method()
@@ -55,7 +63,7 @@ def backfill_on(
         def load(channel: str) -> None:
             record.warmed(channel, fetcher.channel_history(channel, limit=15), limit=15)
 
-    return Backfill(record, fetcher, settings, first_load=load), opened
+    return Backfill(record, fetcher, settings, first_load=load, progress_every=progress), opened
 
 
 def served(fake: FakeSlackAPI, method: str) -> int:
@@ -181,3 +189,23 @@ def test_threads_of_the_page_an_answer_loaded_are_read_too(tmp_path: Path) -> No
             assert (missing, extra) == (set(), set())
         finally:
             opened.close()
+
+
+def test_a_long_backfill_says_in_the_log_how_far_it_got(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Under the limited tier a pass lasts hours: the log tells its progress as it goes."""
+    state = backfill_state(45)
+    with FakeSlackAPI(state, tier="limited", minute_seconds=MINUTE) as fake:
+        backfill, opened = backfill_on(tmp_path, fake, progress=0.0)
+        try:
+            with caplog.at_level(logging.INFO, logger="chanctx"):
+                run(backfill)
+        finally:
+            opened.close()
+    told = [r.getMessage() for r in caplog.records if r.getMessage().startswith("backfill: ")]
+    # 45 messages in pages of 15: a line after each page, counting up.
+    assert [line.split(",")[0] for line in told] == [
+        "backfill: 1 pages", "backfill: 2 pages", "backfill: 3 pages",
+    ]  # fmt: skip
+    assert f"{CHANNEL} back to ts" in told[-1]
