@@ -35,6 +35,7 @@ from chanctx.tools import ChannelIndex, SearchScope, keywords
 __all__ = ["CANDIDATES", "PAGE", "StoreIndexes"]
 
 logger = logging.getLogger("chanctx.store_index")
+_TELL_BUILDS_FROM = 1.0  # seconds: a build this long is logged at INFO, a shorter one at DEBUG
 
 PAGE = 5_000  # messages read from the store at a time, newest first
 CANDIDATES = 500  # FTS5 matches asked for when a channel's older part is not indexed
@@ -215,9 +216,13 @@ class StoreIndexes:
                 entry.per_message = (
                     sum(map(message_bytes, messages)) // len(messages) if messages else 0
                 )
-            logger.info(
+            took = time.monotonic() - entry.started
+            # An operator wants to hear of the builds an answer may wait for, not of every
+            # small channel's (a replay builds one per channel it searches).
+            logger.log(
+                logging.INFO if took >= _TELL_BUILDS_FROM else logging.DEBUG,
                 "channel %s: index built from the channel store: %d messages in %.1f s%s",
-                channel, len(messages), time.monotonic() - entry.started,
+                channel, len(messages), took,
                 " (the newest that fit --history-mb; older ones are found through the "
                 "store's full-text index)" if entry.oldest is not None else "",
             )  # fmt: skip
