@@ -24,6 +24,7 @@ from chanctx.bot.events.workspaces import Workspaces
 from chanctx.bot.launch.options import Options
 from chanctx.manifest_store import PLAYBOOK_DIR, LocalPlaybookStore, SessionStore, TurnJournal
 from chanctx.manifest_store.redaction import RedactionCount, Redactor
+from chanctx.manifest_store.sessions import RedisSessionStore
 from chanctx.manifest_store.turns.local import FILE_NAME as TURNS_FILE
 from pydantic import BaseModel
 
@@ -103,6 +104,10 @@ def writers_of(runtime: Runtime, data_dir: Path) -> tuple[list[Redactable], Call
     if isinstance(responder, ClaudeResponder) and isinstance(responder.store, SessionStore):
         owners.append(responder.store)
         held_dirs.add(responder.store.directory.name)
+    elif isinstance(responder, ClaudeResponder) and isinstance(
+        responder.store, RedisSessionStore
+    ):  # the sessions every replica shares: no file here, the lists in Redis
+        owners.append(responder.store)
     root = data_dir.resolve()
 
     def held(path: Path) -> bool:

@@ -6,6 +6,10 @@ append-only file on, as durable as Redis is configured to be. A damaged entry is
 one warning, as in the local log. Turns in one thread never run on two replicas at once (the
 runtime holds a lease on the thread), so the only concurrent writer a log can meet is the next
 turn on another replica; ``changed_elsewhere`` tells the holder of an in-memory copy to reload.
+
+What Slack deletes leaves these lists too (``RedisSessionStore.redact``): each list holding an
+erased text is rewritten whole in one transaction, and the team's redaction counter
+(``chanctx:<team>:session-redactions``) moves, so every replica's in-memory copy reloads.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from typing import Any
 
 from chanctx.manifest_store._entries import Entry, parse_entry
 from chanctx.manifest_store._keys import SessionKey
+from chanctx.manifest_store.redaction import RedactionCount, Redactor
 from chanctx.manifest_store.redis_connection import guarded, namespace
 from pydantic import ValidationError
+from redis.exceptions import WatchError
 
 __all__ = ["RedisSessionLog", "RedisSessionStore"]
 
@@ -35,13 +41,15 @@ return redis.call('RPUSH', KEYS[1], ARGV[1])
 
 
 class RedisSessionLog:
-    def __init__(self, client: Any, key: str) -> None:
+    def __init__(self, client: Any, key: str, redactions: str) -> None:
         self._client = client
         self.key = key
+        self._redactions = redactions  # the team's counter of rewritten session lists
         self._append = client.register_script(_APPEND)
         self._lock = threading.Lock()
         # Entries in the list after our own last read or append; None: never looked.
         self._known: int | None = None
+        self._seen_redactions: bytes | None = None  # the counter at our last read
 
     def append(self, entry: Entry) -> None:
         line = entry.model_dump_json()
@@ -53,7 +61,10 @@ class RedisSessionLog:
 
     def entries(self) -> list[Entry]:
         with self._lock, guarded("read a session log"):
-            raw = self._client.lrange(self.key, 0, -1)
+            pipe = self._client.pipeline(transaction=True)
+            pipe.lrange(self.key, 0, -1)
+            pipe.get(self._redactions)
+            raw, self._seen_redactions = pipe.execute()
             self._known = len(raw)
         result: list[Entry] = []
         for number, line in enumerate(raw, 1):
@@ -67,7 +78,11 @@ class RedisSessionLog:
         with self._lock, guarded("check a session log"):
             if self._known is None:
                 return False
-            return int(self._client.llen(self.key)) != self._known
+            pipe = self._client.pipeline(transaction=False)
+            pipe.llen(self.key)
+            pipe.get(self._redactions)
+            length, redactions = pipe.execute()
+            return int(length) != self._known or redactions != self._seen_redactions
 
 
 class RedisSessionStore:
@@ -76,6 +91,7 @@ class RedisSessionStore:
     def __init__(self, client: Any, team: str) -> None:
         self._client = client
         self._prefix = namespace(team) + "session:"
+        self._redactions = namespace(team) + "session-redactions"
         self.team = team
 
     def _key(self, key: SessionKey) -> str:
@@ -84,7 +100,7 @@ class RedisSessionStore:
         return f"{self._prefix}{key.channel}:{key.thread_ts}"
 
     def open(self, key: SessionKey) -> RedisSessionLog:
-        return RedisSessionLog(self._client, self._key(key))
+        return RedisSessionLog(self._client, self._key(key), self._redactions)
 
     def exists(self, key: SessionKey) -> bool:
         with guarded("look up a session"):
@@ -105,3 +121,35 @@ class RedisSessionStore:
                 except ValueError:
                     continue
         return sorted(found)
+
+    def redact(self, redactor: Redactor) -> RedactionCount:
+        """Replace erased Slack text in every session list of the team; ``files`` counts the
+        lists rewritten."""
+        count = RedactionCount()
+        for key in self.keys():
+            changed = self._redact_list(self._key(key), redactor)
+            if changed:
+                count.add(RedactionCount(files=1, lines=changed))
+        return count
+
+    def _redact_list(self, name: str, redactor: Redactor) -> int:
+        """One list rewritten in a transaction that fails (and is tried again) if a turn
+        appends meanwhile, so no append is lost; how many entries changed."""
+        with guarded("redact a session log"):
+            while True:
+                with self._client.pipeline(transaction=True) as pipe:
+                    try:
+                        pipe.watch(name)
+                        raw = [bytes(line) for line in pipe.lrange(name, 0, -1)]
+                        new = [redactor.line(line) for line in raw]
+                        changed = sum(1 for old, line in zip(raw, new, strict=True) if old != line)
+                        if not changed:
+                            return 0
+                        pipe.multi()
+                        pipe.delete(name)
+                        pipe.rpush(name, *new)
+                        pipe.incr(self._redactions)
+                        pipe.execute()
+                        return changed
+                    except WatchError:
+                        continue

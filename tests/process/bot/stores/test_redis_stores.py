@@ -15,6 +15,7 @@ from chanctx.bot.stores.profiles import AgentProfile
 from chanctx.bot.stores.profiles.redis import RedisProfileStore
 from chanctx.manifest_store import (
     CustomEntry,
+    MessageEntry,
     RedisFeedbackStore,
     RedisSessionStore,
     RedisTurnStore,
@@ -23,6 +24,7 @@ from chanctx.manifest_store import (
     StoreUnavailable,
     TurnTakenOver,
 )
+from chanctx.manifest_store.redaction import MARKER, Redactor
 from slack_sdk.oauth.installation_store import Installation
 
 from tests.support import redis_server as shared
@@ -133,6 +135,36 @@ def test_a_session_resumes_on_another_replica_and_the_first_sees_it_changed(
     assert log.entries() == [started, note]  # a damaged entry is skipped, the rest kept
     assert here.keys() == [key] and here.exists(key)
     assert there.forget(key) is True and not here.exists(key) and here.keys() == []
+
+
+def test_an_erased_text_leaves_every_shared_session_and_each_replica_reloads(
+    client: redis.Redis,
+) -> None:
+    secret = "the vault code is 4417-alpha"
+    key = SessionKey(TEAM, "C3", "1781020800.000300")
+    here, there = RedisSessionStore(client, TEAM), RedisSessionStore(client, TEAM)
+    log = here.open(key)
+    log.entries()
+    log.append(MessageEntry(at=1.0, role="user", content=f"context: {secret}", turn=1))
+    log.append(MessageEntry(at=2.0, role="assistant", content="noted", turn=1))
+    untouched = SessionKey(TEAM, "C3", "1781020800.000400")
+    here.open(untouched).append(MessageEntry(at=1.0, role="user", content="hello", turn=1))
+    assert not log.changed_elsewhere()
+
+    count = there.redact(Redactor([secret]))
+
+    assert (count.files, count.lines) == (1, 1)
+    assert log.changed_elsewhere()  # same length, but rewritten: the copy here reloads
+    contents = [e.content for e in log.entries() if isinstance(e, MessageEntry)]
+    assert contents == [f"context: {MARKER}", "noted"]
+    everything = b"".join(
+        b"".join(client.lrange(name, 0, -1)) for name in client.scan_iter(f"chanctx:{TEAM}:*")
+        if client.type(name) == b"list"
+    )  # fmt: skip
+    assert secret.encode() not in everything
+    log.append(MessageEntry(at=3.0, role="user", content="next question", turn=2))
+    assert len(log.entries()) == 3  # appends go on after the rewrite
+    assert there.redact(Redactor([secret])).lines == 0  # nothing left to erase
 
 
 def test_a_retried_append_that_had_landed_is_not_added_twice(client: redis.Redis) -> None:
