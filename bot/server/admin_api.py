@@ -23,9 +23,9 @@ from typing import Final
 
 from chanctx.bot.core.forget_request import ForgetAnswer, ForgetRequest
 from chanctx.bot.core.forgetting import Erasure
-from chanctx.bot.server.bodies import BodyTooLarge, read_body
+from chanctx.bot.server.bodies import BodyRefused, bounded_body
 from pydantic import ValidationError
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
@@ -58,15 +58,9 @@ def admin_routes(
         if not hmac.compare_digest(given.encode(), expected):
             return _refuse(403, "wrong admin token")
         try:
-            body = await asyncio.wait_for(read_body(request, _MAX_BODY), timeout=_BODY_SECONDS)
-        except BodyTooLarge:
-            return _refuse(413, f"body larger than {_MAX_BODY} bytes")
-        except ValueError as error:
-            return _refuse(400, f"Content-Length is not a number: {error}")
-        except TimeoutError:
-            return _refuse(408, f"body not received within {_BODY_SECONDS:g} s")
-        except ClientDisconnect:
-            return _refuse(400, "client disconnected")
+            body = await bounded_body(request, _MAX_BODY, _BODY_SECONDS)
+        except BodyRefused as refused:
+            return _refuse(refused.status, refused.reason)
         try:
             asked = ForgetRequest.model_validate(json.loads(body or b"null"))
         except (ValueError, ValidationError) as error:

@@ -11,14 +11,13 @@ a failure to store (the disk) answers 503, so Slack retries what we could not ke
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 from urllib.parse import parse_qs
 
-from chanctx.bot.server.bodies import BodyTooLarge, read_body
+from chanctx.bot.server.bodies import BodyRefused, bounded_body
 from chanctx.bot.server.signature import BytesVerifier
 from chanctx.bot.slack.envelope import STORE_FAILED, describe_error, parse_json_payload
 from chanctx.cache.channel_store import StoreUnavailable as DatabaseUnavailable
@@ -27,7 +26,7 @@ from slack_bolt import App
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
@@ -89,15 +88,9 @@ def build_asgi_app(
         if header_bytes > MAX_HEADERS:
             return _text(431, f"headers larger than {MAX_HEADERS} bytes")
         try:
-            body = await asyncio.wait_for(read_body(request, max_body), timeout=body_timeout)
-        except BodyTooLarge:
-            return _text(413, f"body larger than {max_body} bytes")
-        except ValueError as error:
-            return _text(400, f"Content-Length is not a number: {error}")
-        except TimeoutError:
-            return _text(408, f"body not received within {body_timeout:g} s")
-        except ClientDisconnect:
-            return _text(400, "client disconnected")
+            body = await bounded_body(request, max_body, body_timeout)
+        except BodyRefused as unread:
+            return _text(unread.status, unread.reason)
         headers = request.headers
         if verifier is not None and not verifier.is_valid(
             body,

@@ -4,9 +4,11 @@ nothing for long. The events path and the query API read every body this way."""
 
 from __future__ import annotations
 
-from starlette.requests import Request
+import asyncio
 
-__all__ = ["BodyTooLarge", "read_body"]
+from starlette.requests import ClientDisconnect, Request
+
+__all__ = ["BodyRefused", "BodyTooLarge", "bounded_body", "read_body"]
 
 
 class BodyTooLarge(Exception):
@@ -27,3 +29,27 @@ async def read_body(request: Request, limit: int) -> bytes:
             raise BodyTooLarge
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+class BodyRefused(Exception):
+    """A body not read: the HTTP status to answer and one line saying why."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+async def bounded_body(request: Request, limit: int, timeout: float) -> bytes:
+    """The whole body within ``limit`` bytes and ``timeout`` seconds, or ``BodyRefused``: 413
+    too large, 400 a Content-Length that is not a number or a client gone, 408 too slow."""
+    try:
+        return await asyncio.wait_for(read_body(request, limit), timeout=timeout)
+    except BodyTooLarge:
+        raise BodyRefused(413, f"body larger than {limit} bytes") from None
+    except ValueError as error:
+        raise BodyRefused(400, f"Content-Length is not a number: {error}") from None
+    except TimeoutError:
+        raise BodyRefused(408, f"body not received within {timeout:g} s") from None
+    except ClientDisconnect:
+        raise BodyRefused(400, "client disconnected") from None
