@@ -76,6 +76,15 @@ def kind_of(path: Path) -> str | None:
     return parts[0] if len(parts) > 1 else None
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The fast subset does not even import the slow kinds' folders: every test there would be
+    deselected, and importing them (Playwright, schemathesis, the process helpers) on each
+    worker was most of the subset's time."""
+    if fast_subset(config) and collection_path.is_dir() and collection_path.parent == TESTS:
+        return collection_path.name in KIND_MARKERS or None
+    return None
+
+
 def pytest_itemcollected(item: pytest.Item) -> None:
     # Marked as each test is collected, before any plugin's pytest_collection_modifyitems (where
     # `-m "not slow"` deselects).
