@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from chanctx.bot.core.data_flags import add_data_dir, add_database_url, data_dir_of, database_url_of
 from chanctx.bot.export.importer import ImportRefused, import_export
 from chanctx.cache.channel_store import PostgresChannelStore, SqliteChannelStore
 from chanctx.context import ChanctxError
@@ -45,23 +46,16 @@ def add_import_parser(commands: Any) -> None:
     command.add_argument(
         "--channels", default=None, help="only these conversations (ids or names, comma-separated)"
     )
-    command.add_argument(
-        "--data-dir", type=Path, default=None,
-        help="where the bot keeps its data [env CHANCTX_DATA_DIR; default ./.chanctx]",
-    )  # fmt: skip
-    command.add_argument(
-        "--database-url", default=None,
-        help="the PostgreSQL channel store instead of the data dir's "
-        "[env CHANCTX_DATABASE_URL; default none]",
-    )  # fmt: skip
+    add_data_dir(command)
+    add_database_url(command)
 
 
 def run_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if args.team is not None and not _TEAM.match(args.team):
         raise ImportRefused(f"--team {args.team!r} is not a workspace id (like T0123ABCD)")
     only = {c.strip() for c in args.channels.split(",") if c.strip()} if args.channels else None
-    data_dir = args.data_dir or Path(env.get("CHANCTX_DATA_DIR") or ".chanctx")
-    url = args.database_url or env.get("CHANCTX_DATABASE_URL") or None
+    data_dir = data_dir_of(args, env)
+    url = database_url_of(args, env)
     try:
         # NORMAL, not FULL: an import is re-runnable (what a power cut loses, running it again
         # brings back), so it skips the fsync a commit; close() checkpoints the log at the end.

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from chanctx.bot.core.data_flags import add_data_dir, data_dir_of
 from chanctx.bot.core.forget_request import ForgetAnswer, ForgetRequest, parse_link
 from chanctx.bot.core.forgetting import plan_erasure, redact_data_dir
 from chanctx.bot.launch.admin import ADMIN_FILE, read_admin_file
@@ -55,10 +56,7 @@ def add_forget_parser(commands: Any) -> None:
     command.add_argument(
         "--team", default=None, help="the workspace id (default: every workspace that has it)"
     )
-    command.add_argument(
-        "--data-dir", type=Path, default=None,
-        help="where the bot keeps its data [env CHANCTX_DATA_DIR; default ./.chanctx]",
-    )  # fmt: skip
+    add_data_dir(command)
     command.add_argument(
         "--timeout", type=float, default=60.0,
         help="seconds to wait for a running bot's answer (default 60)",
@@ -66,7 +64,7 @@ def add_forget_parser(commands: Any) -> None:
 
 
 def run_forget(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    data_dir = args.data_dir or Path(env.get("CHANCTX_DATA_DIR") or ".chanctx")
+    data_dir = data_dir_of(args, env)
     try:
         request = _request(args)
         if not args.timeout > 0:

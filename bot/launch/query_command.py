@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from chanctx.bot.core.data_flags import add_data_dir, add_database_url, data_dir_of, database_url_of
 from chanctx.bot.launch.options import SettingsError
 
 if TYPE_CHECKING:
@@ -45,18 +46,11 @@ def add_query_parser(commands: Any) -> None:
         help="markdown or text: the rendered answer; json: the API's whole response",
     )  # fmt: skip
     command.add_argument("--team", default=None, help="the workspace, when several hold CHANNEL")
-    command.add_argument(
-        "--data-dir", type=Path, default=None,
-        help="where the bot keeps its data [env CHANCTX_DATA_DIR; default ./.chanctx]",
-    )  # fmt: skip
+    add_data_dir(command)
     command.add_argument(
         "--history-mb", type=int, default=1024, help="memory the loaded channel may take (MiB)"
     )
-    command.add_argument(
-        "--database-url", default=None,
-        help="the PostgreSQL channel store instead of the data dir's "
-        "[env CHANCTX_DATABASE_URL; default none]",
-    )  # fmt: skip
+    add_database_url(command)
 
 
 def run_query_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -81,8 +75,8 @@ def run_query_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         )
     except ValidationError as error:
         raise SettingsError(f"query: {error.errors()[0]['msg']}") from None
-    data_dir = args.data_dir or Path(env.get("CHANCTX_DATA_DIR") or ".chanctx")
-    database_url = args.database_url or env.get("CHANCTX_DATABASE_URL") or None
+    data_dir = data_dir_of(args, env)
+    database_url = database_url_of(args, env)
     store = open_store(data_dir, database_url, read_only=True)
     opened = OpenStore(store)
     try:

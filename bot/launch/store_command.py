@@ -7,9 +7,9 @@ import argparse
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
+from chanctx.bot.core.data_flags import add_data_dir, add_database_url, data_dir_of, database_url_of
 from chanctx.bot.launch.channel_store import open_store
 from chanctx.cache import ts_key
 from chanctx.cache.channel_store import (
@@ -37,20 +37,13 @@ def add_store_parser(commands: Any) -> None:
     )
     command.add_argument("action", choices=["stats", "check"])
     command.add_argument("--json", action="store_true", help="stats as one JSON object")
-    command.add_argument(
-        "--data-dir", type=Path, default=None,
-        help="where the bot keeps its data [env CHANCTX_DATA_DIR; default ./.chanctx]",
-    )  # fmt: skip
-    command.add_argument(
-        "--database-url", default=None,
-        help="the PostgreSQL channel store instead of the data dir's "
-        "[env CHANCTX_DATABASE_URL; default none]",
-    )  # fmt: skip
+    add_data_dir(command)
+    add_database_url(command)
 
 
 def run_store(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    data_dir = args.data_dir or Path(env.get("CHANCTX_DATA_DIR") or ".chanctx")
-    database_url = args.database_url or env.get("CHANCTX_DATABASE_URL") or None
+    data_dir = data_dir_of(args, env)
+    database_url = database_url_of(args, env)
     if database_url is not None:
         if args.action == "check":
             print(

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from chanctx.bot.core.data_flags import add_data_dir, data_dir_of
 from chanctx.context import ChanctxError
 from chanctx.context.playbook import Bullet, render_playbook
 from chanctx.manifest_store import LocalPlaybookStore
@@ -50,16 +51,13 @@ def add_playbook_parser(commands: Any) -> None:
         "--import", dest="import_file", metavar="FILE", type=Path,
         help="replace the channel's playbook with the bullets in FILE (checked first)",
     )  # fmt: skip
-    command.add_argument(
-        "--data-dir", type=Path, default=None,
-        help="where the bot keeps its data [env CHANCTX_DATA_DIR; default ./.chanctx]",
-    )  # fmt: skip
+    add_data_dir(command)
 
 
 def run_playbook(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if not _CHANNEL.match(args.channel):
         raise PlaybookFileError(f"{args.channel!r} is not a channel id (like C0PLATFORM)")
-    data_dir = args.data_dir or Path(env.get("CHANCTX_DATA_DIR") or ".chanctx")
+    data_dir = data_dir_of(args, env)
     if not data_dir.is_dir():
         raise PlaybookFileError(f"--data-dir {data_dir} is not a directory")
     store = LocalPlaybookStore(data_dir)
