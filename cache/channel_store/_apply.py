@@ -34,9 +34,8 @@ from chanctx.cache.channel_store._rows import (
     document,
     message_from_row,
     row_from_message,
-    version_of,
 )
-from chanctx.cache.channel_store._rules import posted_over, reacted
+from chanctx.cache.channel_store._rules import edited, posted_over, reacted_row, tally
 from chanctx.cache.channel_store._schema import create_fts, fts_table
 from chanctx.context import Message
 
@@ -245,22 +244,9 @@ class Applier:
     def _edit(self, event: MessageEdited, result: WriteResult) -> None:
         chan, _ = self.channel(event.team, event.channel)
         old = self._row(chan, ts_key(event.ts))
-        if old is None:
-            result.unknown += 1
-            return
-        if old.deleted:
-            result.deleted += 1
-            return
-        if version_of(event.edited_ts) < old.version:
-            result.known += 1
-            return
-        before = old.message(event.channel)
-        update: dict[str, object] = {"text": event.text, "edited_ts": event.edited_ts}
-        if event.files is not None:
-            update["files"] = event.files
-        after = before.model_copy(update=update)
-        if after == before:
-            result.known += 1
+        after = edited(old, event)
+        if isinstance(after, str):
+            tally(result, after)
             return
         self._write(chan, after, old)
         self._mark_erased(chan, result)
@@ -298,18 +284,11 @@ class Applier:
     def _react(self, event: ReactionChanged, result: WriteResult) -> None:
         chan, _ = self.channel(event.team, event.channel)
         old = self._row(chan, ts_key(event.ts))
-        if old is None:
-            result.unknown += 1
+        after = reacted_row(old, event)
+        if isinstance(after, str):
+            tally(result, after)
             return
-        if old.deleted:
-            result.deleted += 1
-            return
-        before = old.message(event.channel)
-        reactions = reacted(before.reactions, event.name, event.user, added=event.added)
-        if reactions == before.reactions:
-            result.known += 1
-            return
-        self._write(chan, before.model_copy(update={"reactions": reactions}), old)
+        self._write(chan, after, old)
         result.applied += 1
 
     def _pin(self, event: PinChanged, result: WriteResult) -> None:

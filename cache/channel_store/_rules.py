@@ -9,10 +9,20 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from chanctx.cache import ts_key
+from chanctx.cache.channel_store._records import MessageEdited, ReactionChanged, WriteResult
 from chanctx.cache.channel_store._rows import version_of
 from chanctx.context import Message, Reaction
 
-__all__ = ["Posted", "StoredRow", "posted_over", "reacted", "thread_rank"]
+__all__ = [
+    "Posted",
+    "StoredRow",
+    "edited",
+    "posted_over",
+    "reacted",
+    "reacted_row",
+    "tally",
+    "thread_rank",
+]
 
 
 class StoredRow(Protocol):
@@ -95,3 +105,48 @@ def reacted(
     if added:
         out.append(Reaction(name=name, count=1, users=(user,)))
     return tuple(out)
+
+
+# What a change of a stored message comes to when it stores nothing: the WriteResult count it
+# falls under (never stored, a tombstone, or already as asked).
+Refused = Literal["unknown", "deleted", "known"]
+
+
+def edited(old: StoredRow | None, event: MessageEdited) -> Message | Refused:
+    """The message an edit makes of the stored row; an edit no newer than the stored copy's,
+    or one that changes nothing, is known."""
+    if old is None:
+        return "unknown"
+    if old.deleted:
+        return "deleted"
+    if version_of(event.edited_ts) < old.version:
+        return "known"
+    before = old.message(event.channel)
+    update: dict[str, object] = {"text": event.text, "edited_ts": event.edited_ts}
+    if event.files is not None:
+        update["files"] = event.files
+    after = before.model_copy(update=update)
+    return "known" if after == before else after
+
+
+def reacted_row(old: StoredRow | None, event: ReactionChanged) -> Message | Refused:
+    """The message one person's reaction makes of the stored row (counted once per person)."""
+    if old is None:
+        return "unknown"
+    if old.deleted:
+        return "deleted"
+    before = old.message(event.channel)
+    reactions = reacted(before.reactions, event.name, event.user, added=event.added)
+    if reactions == before.reactions:
+        return "known"
+    return before.model_copy(update={"reactions": reactions})
+
+
+def tally(result: WriteResult, refused: Refused) -> None:
+    """Count a change that stored nothing under its reason."""
+    if refused == "unknown":
+        result.unknown += 1
+    elif refused == "deleted":
+        result.deleted += 1
+    else:
+        result.known += 1
