@@ -25,6 +25,7 @@ from chanctx.bot.replay.fake_slack import FakeSlackAPI
 from chanctx.cache.channel_store import SqliteChannelStore
 
 from bench._process import BotProcess, post_signed
+from bench._served_process import ready_status
 from tests.support.slack_events import (
     BOT_USER,
     CHANNEL,
@@ -56,16 +57,6 @@ def query(base: str, text: str) -> dict[str, Any]:
         assert answer.status == 200
         found: dict[str, Any] = json.loads(answer.read())
         return found
-
-
-def ready_status(base: str) -> int:
-    try:
-        with urllib.request.urlopen(base + "/readyz", timeout=5) as answer:
-            return int(answer.status)
-    except urllib.error.HTTPError as error:
-        return int(error.code)
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
-        return 0
 
 
 def deliver(url: str, envelopes: list[dict[str, Any]]) -> list[int | None]:

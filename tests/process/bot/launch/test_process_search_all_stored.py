@@ -19,12 +19,12 @@ from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 
 from bench._process import BotProcess, post_signed
+from bench._served_process import ready_status
 from tests.process.bot.core.test_process_store_restart import (
     KEY,
     READS,
     deliver,
     query,
-    ready_status,
     stored_messages,
 )
 from tests.support.slack_events import BOT_USER, CHANNEL, STATE, envelope, mention_pair, message, ts
