@@ -16,9 +16,13 @@ from chanctx.cache.channel_store import SqliteChannelStore, StoreError
 
 CHANCTX = [sys.executable, "-m", "chanctx.bot.cli"]
 TEAM = "T0KILLTEST"
+# Large enough that the kill lands mid-import: the bulk path stores 12,000 messages before a
+# poller sees the first commit, and the kill then found the import already done.
+PER_CHANNEL = 60_000
+TOTAL = 2 * PER_CHANNEL
 
 
-def big_export(path: Path, per_channel: int = 6_000) -> Path:
+def big_export(path: Path, per_channel: int = PER_CHANNEL) -> Path:
     users = [{"id": f"U{i:08d}", "team_id": TEAM, "name": f"user{i}"} for i in range(5)]
     channels = [{"id": "C0KILL0001", "name": "one"}, {"id": "C0KILL0002", "name": "two"}]
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
@@ -63,14 +67,14 @@ def test_an_import_killed_midway_resumes_by_running_it_again(tmp_path: Path) -> 
     assert running.poll() is None, "the import finished before it could be killed"
     os.kill(running.pid, signal.SIGKILL)
     running.communicate()
-    assert 0 < held < 12_000
+    assert 0 < held < TOTAL
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
-    assert "of 12,000 messages" in again.stdout
+    assert f"of {TOTAL:,} messages" in again.stdout
     resumed = stored(data)
     whole = tmp_path / "whole"
     clean = subprocess.run([*CHANCTX, "import", str(export), "--data-dir", str(whole)],
                            capture_output=True, text=True, timeout=300)  # fmt: skip
     assert clean.returncode == 0, clean.stderr
     assert resumed == stored(whole)
-    assert all(len(v) == len(set(v)) == 6_000 for v in resumed.values())
+    assert all(len(v) == len(set(v)) == PER_CHANNEL for v in resumed.values())
