@@ -51,6 +51,7 @@ def sources(package: str) -> list[Path]:
     return sorted((ROOT / package).rglob("*.py"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("package", sorted(ALLOWED))
 def test_dependencies_point_one_way(package: str) -> None:
     files = sources(package)
@@ -148,6 +149,7 @@ def test_every_room_of_bot_is_on_a_floor() -> None:
     assert rooms - {"__pycache__"} == set(FLOOR_OF), "a room of bot/ is missing from FLOORS"
 
 
+@pytest.mark.slow
 def test_no_import_runs_back_up_a_floor() -> None:
     modules = all_modules()
     arrows = []

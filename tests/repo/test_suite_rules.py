@@ -13,6 +13,7 @@ import pytest
 from tests.support.paths import ROOT
 
 
+@pytest.mark.slow
 def test_a_parametrization_with_zero_cases_fails_the_run(pytester: pytest.Pytester) -> None:
     # The project's own setting, as pyproject.toml holds it.
     options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]

@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from chanctx.cache import ts_key
 from chanctx.cache.channel_store import (
     ChannelForgotten,
@@ -273,4 +274,6 @@ class StoreMachine(RuleBasedStateMachine):
 
 
 StoreMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=25)
-test_store_equals_its_model = StoreMachine.TestCase
+# A state machine over a real SQLite file, restarts included: slow by nature (the fast subset
+# keeps the bulk writer's property, tests/unit/cache/test_channel_store_bulk.py).
+test_store_equals_its_model = pytest.mark.slow(StoreMachine.TestCase)

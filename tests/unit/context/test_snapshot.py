@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from chanctx.context import (
     ChannelSnapshot,
     FileRef,
@@ -45,6 +46,7 @@ def test_snapshot_fits_budget_and_window(
         assert snapshot.anchor.text == text_of(timeline[index], Names())
 
 
+@pytest.mark.slow
 @given(timelines(), st.data(), st.integers(0, 3_000))
 def test_anchor_whole_and_adjacent_nearest_in_time_order(
     timeline: list[Message], data: st.DataObject, budget: int

@@ -76,6 +76,7 @@ def test_truncation_block_is_exact(thread: tuple[Message, list[Message]], budget
         assert truncation.omitted_range_ts is None
 
 
+@pytest.mark.slow
 @given(threads(), budgets)
 def test_only_the_oldest_included_reply_is_cut_at_a_sentence(
     thread: tuple[Message, list[Message]], budget: int

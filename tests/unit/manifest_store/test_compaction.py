@@ -166,6 +166,7 @@ def test_needs_compaction_rejects_nonsense(window: int, threshold: float) -> Non
 # --- trim -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(conversation=conversations(), keep_turns=st.integers(1, 6))
 def test_trim_properties(conversation: list[Exchange], keep_turns: int) -> None:

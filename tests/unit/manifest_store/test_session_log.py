@@ -277,6 +277,7 @@ def test_appends_from_many_threads_stay_whole_lines(tmp_path: Path) -> None:
 # --- rebuild --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(conversation=conversations())
 def test_a_healthy_log_rebuilds_exactly_the_messages_sent(conversation: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from chanctx.cache import ChannelHistory
 from chanctx.context import Message, default_counter
 from hypothesis import given, settings
@@ -68,6 +69,7 @@ calls = st.one_of(
 )
 
 
+@pytest.mark.slow
 @given(calls, st.integers(300, 6_000))
 @settings(max_examples=80, deadline=None)
 def test_every_answer_fits_any_budget_of_300_or_more(call: tuple[str, Any], budget: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from chanctx.bot.claude.scratchpad import Scratchpad
 from chanctx.bot.replay.fixture import load_fixture
 from chanctx.bot.replay.offline import OfflineBot
@@ -57,6 +58,7 @@ def _response(number: int, content: list[dict[str, Any]], stop: str) -> dict[str
             "model": "claude-sonnet-5", "content": content, "stop_reason": stop}  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_fetched_thread_is_set_aside_and_read_on_demand() -> None:
     fixture = load_fixture(DEMO)
     root = next(

@@ -491,6 +491,7 @@ def test_context_is_attached_once_and_later_turns_send_only_the_delta(data_dir: 
 # -- 4. a restarted bot resumes the session from its log -------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("torn", [False, True], ids=["clean", "torn-last-line"])
 def test_a_restarted_bot_resumes_from_the_log_with_only_the_delta(
     data_dir: Path, torn: bool
@@ -632,6 +633,7 @@ def test_trim_compaction_writes_a_digest_and_reattaches_fresh_context(data_dir: 
         assert cache_markers(body) <= 4
 
 
+@pytest.mark.slow
 def test_summarize_compaction_asks_claude_and_its_text_becomes_the_digest(data_dir: Path) -> None:
     settings = SessionSettings(compaction="summarize", **SMALL_WINDOW)
     with new_bot(data_dir, session_settings=settings) as bot:
@@ -653,6 +655,7 @@ def test_summarize_compaction_asks_claude_and_its_text_becomes_the_digest(data_d
     assert texts(sent[starts[2]]["messages"][0])[0] == done[0].digest
 
 
+@pytest.mark.slow
 def test_compaction_off_never_compacts(data_dir: Path) -> None:
     settings = SessionSettings(compaction="off", **SMALL_WINDOW)
     with new_bot(data_dir, session_settings=settings) as bot:
@@ -665,6 +668,7 @@ def test_compaction_off_never_compacts(data_dir: Path) -> None:
     assert package_count(last) == 1
 
 
+@pytest.mark.slow
 def test_a_failed_summarize_call_does_not_cost_the_answer(data_dir: Path) -> None:
     """Compaction runs after the turn is logged; its own failure must not eat the reply."""
     settings = SessionSettings(compaction="summarize", **SMALL_WINDOW)
@@ -692,6 +696,7 @@ def test_a_failed_summarize_call_does_not_cost_the_answer(data_dir: Path) -> Non
 # -- 6. API failures -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("status", "retry_after"), [(529, None), (429, 0.05)])
 def test_an_overloaded_or_rate_limited_api_is_retried_and_the_answer_posted(
     data_dir: Path, status: int, retry_after: float | None
@@ -709,6 +714,7 @@ def test_an_overloaded_or_rate_limited_api_is_retried_and_the_answer_posted(
         ]
 
 
+@pytest.mark.slow
 def test_a_failed_turn_posts_an_honest_note_loses_nothing_and_the_next_turn_catches_up(
     data_dir: Path,
 ) -> None:
@@ -786,6 +792,7 @@ def recipe_in(tmp_path: Path, yaml_text: str) -> RecipeRunner:
     return RecipeRunner(load_recipe(home), home=home, cwd=home)
 
 
+@pytest.mark.slow
 def test_a_recipe_journal_sends_only_its_last_turns_and_a_fresh_package(
     tmp_path: Path, data_dir: Path
 ) -> None:
@@ -916,6 +923,7 @@ def test_an_invalid_recipe_names_the_source_and_the_field(tmp_path: Path) -> Non
 # -- 8. long replies -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_long_markdown_answer_is_posted_as_markdown_in_several_messages(
     data_dir: Path,
 ) -> None:

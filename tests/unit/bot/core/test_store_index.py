@@ -124,6 +124,7 @@ def events_of(drawn: Drawn) -> list[dict[str, Any]]:
     return events + later
 
 
+@pytest.mark.slow
 @settings(deadline=None)
 @given(channels)
 def test_the_index_built_from_the_store_ranks_as_the_live_one(drawn: Drawn) -> None:
@@ -143,6 +144,7 @@ def test_the_index_built_from_the_store_ranks_as_the_live_one(drawn: Drawn) -> N
                 assert ranked(restarted, intent) == ranked(live, intent), intent
 
 
+@pytest.mark.slow
 def test_a_channel_larger_than_the_budget_still_finds_an_old_fact(tmp_path: Path) -> None:
     with stored(tmp_path) as record:
         writer = engine(record)

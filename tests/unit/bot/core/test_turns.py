@@ -106,6 +106,7 @@ def test_a_reply_posted_just_before_a_crash_is_not_posted_again(tmp_path: Path) 
         assert bot.runtime.turns.outbox() == [] and bot.runtime.turns.pending() == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("status", "retry_after"), [(500, None), (503, None), (429, 1)])
 def test_a_failed_post_is_retried_until_it_lands_once(
     tmp_path: Path, status: int, retry_after: int | None

@@ -356,6 +356,7 @@ def test_the_vendored_samples_are_all_there() -> None:
     assert len(SAMPLE_NAMES) == 16 and "AppMentionPayload.json" in SAMPLE_NAMES
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sample", SAMPLE_NAMES)
 def test_every_real_payload_shape_is_accepted_without_error_or_answer(
     sample: str, bot: OfflineBot, caplog: pytest.LogCaptureFixture
@@ -372,6 +373,7 @@ def test_every_real_payload_shape_is_accepted_without_error_or_answer(
     ]
 
 
+@pytest.mark.slow
 def test_intake_is_not_blocked_while_an_answer_waits_on_slack() -> None:
     state, root_ts = old_thread_state()
     with OfflineBot(state, start_time=float(START_SECONDS)) as bot:

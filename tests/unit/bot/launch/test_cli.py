@@ -113,6 +113,7 @@ def test_run_takes_its_options_from_flags_and_secrets_from_the_environment() -> 
     assert settings.options.window == 5 and settings.data_dir == Path(".chanctx")
 
 
+@pytest.mark.slow
 def test_the_demo_flag_replays_the_same_transcript_as_the_fixture_path(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -168,6 +168,7 @@ def test_an_unreachable_bot_is_one_line(
     assert "left no admin.json" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_slow_erasure_answers_202_and_finishes_after(bot: RunningBot) -> None:
     """The erase pass of a big channel outlasts the request: 202 with the planned counts."""
     gate = threading.Event()

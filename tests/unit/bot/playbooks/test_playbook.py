@@ -324,6 +324,7 @@ def _get(url: str, key: str) -> tuple[int, dict[str, Any]]:
             return int(error.code), json.loads(error.read())
 
 
+@pytest.mark.slow
 def test_the_query_api_serves_the_bullets_a_session_would_get(learned: str) -> None:
     body = json.dumps({"query": "who owns payments-api", "channel": CHANNEL,
                        "type_filters": ["playbook"], "token_budget": 1_000}).encode()  # fmt: skip
@@ -409,6 +410,7 @@ def test_an_installed_embedding_model_merges_paraphrases_words_alone_miss() -> N
     assert len(failing.active()) == 2
 
 
+@pytest.mark.slow
 def test_the_embedding_setting_is_checked_and_used_by_replay(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -8,6 +8,7 @@ import base64
 import copy
 from pathlib import Path
 
+import pytest
 from chanctx.bot.core.built_context import BuiltContext
 from chanctx.bot.core.turns import Answer, Turn
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
@@ -107,6 +108,7 @@ def test_a_long_answer_whose_stream_broke_is_replaced_in_pieces_slack_accepts(
         assert bot.runtime.turns.outbox() == [] and bot.runtime.turns.pending() == []
 
 
+@pytest.mark.slow
 def test_a_stream_that_cannot_be_stopped_is_posted_anew(tmp_path: Path) -> None:
     with long_bot(tmp_path) as bot:
         bot.slack.fail_next("chat.appendStream", 1, status=500)

@@ -96,6 +96,7 @@ def test_budgets_are_honoured_and_reported(capsys: pytest.CaptureFixture[str]) -
     assert thread.replies[-1].text.startswith("Will do.")  # the newest reply is kept
 
 
+@pytest.mark.slow
 def test_default_budgets_keep_the_nearest(capsys: pytest.CaptureFixture[str]) -> None:
     report = run_json(capsys)
     for turn in report["turns"]:
@@ -107,6 +108,7 @@ def test_default_budgets_keep_the_nearest(capsys: pytest.CaptureFixture[str]) ->
     assert nearest.snippet.startswith("Lunch order")  # the message right before the mention
 
 
+@pytest.mark.slow
 def test_report_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", str(DEMO), "--json"]) == 0
     first = capsys.readouterr().out
@@ -114,6 +116,7 @@ def test_report_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == first
 
 
+@pytest.mark.slow
 def test_readable_output_names_people_and_budgets(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", str(DEMO)]) == 0
     out = capsys.readouterr().out

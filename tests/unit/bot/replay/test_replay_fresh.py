@@ -48,6 +48,7 @@ def test_a_used_data_dir_needs_continue_and_then_the_skips_are_counted(
     assert text.count("Skipped the mention") == 2
 
 
+@pytest.mark.slow
 def test_the_transcript_says_where_answers_come_from_and_what_requests_count(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

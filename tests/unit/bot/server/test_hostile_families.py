@@ -138,6 +138,7 @@ POISONS = [("ts", p) for p in ["abc", "NaN", True, "123", "999999999999999999999
 POISONS += [("files", 12), ("files", ["U1"]), ("thread_ts", "1.2.3"), ("channel", "c-1")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("key", "poison"), POISONS, ids=repr)
 def test_a_poisoned_mention_is_acknowledged_logged_once_and_never_queued(
     key: str, poison: Any, caplog: pytest.LogCaptureFixture
@@ -161,6 +162,7 @@ def test_a_poisoned_mention_is_acknowledged_logged_once_and_never_queued(
         assert [r.turn.anchor_ts for r in bot.runtime.runner.results] == [ts(20)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "thread",
     [None, {}, {"user_id": "U1"}, {"channel_id": 5, "thread_ts": ts(1)}, {"channel_id": DM}],

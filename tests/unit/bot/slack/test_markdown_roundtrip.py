@@ -115,6 +115,7 @@ def test_every_documented_construct_survives_the_round_trip_through_the_fake(
         assert constructs("\n\n".join(messages)) == constructs(document)
 
 
+@pytest.mark.slow
 def test_a_long_answer_split_over_messages_keeps_each_construct_whole(tmp_path: Path) -> None:
     # About 37,000 characters: three messages, each a whole set of constructs that renders alone.
     document = "\n\n".join([EVERY_CONSTRUCT] * 50)

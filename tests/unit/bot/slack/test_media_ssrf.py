@@ -52,6 +52,7 @@ def test_a_redirect_anywhere_but_a_slack_file_host_is_refused(
     assert len(slack_host.requests) == 1  # nothing was fetched from the target
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "answer",
     [

@@ -53,6 +53,7 @@ def called(fixture: Path) -> frozenset[str]:
     return frozenset(replay(load_fixture(fixture))["slack_api_calls"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: p.name)
 def test_every_call_a_fixture_makes_is_covered_by_the_manifest(fixture: Path) -> None:
     methods = called(fixture)
