@@ -275,5 +275,5 @@ class StoreMachine(RuleBasedStateMachine):
 
 StoreMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=25)
 # A state machine over a real SQLite file, restarts included: slow by nature (the fast subset
-# keeps the bulk writer's property, tests/unit/cache/test_channel_store_bulk.py).
+# keeps the store's example tests, tests/unit/cache/test_channel_store.py).
 test_store_equals_its_model = pytest.mark.slow(StoreMachine.TestCase)
