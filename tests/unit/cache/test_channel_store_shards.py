@@ -4,6 +4,7 @@ version-1 store (one FTS5 table per channel) is migrated on open."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from chanctx.cache.channel_store import (
     SqliteChannelStore,
     StoreTooNew,
 )
-from chanctx.cache.channel_store._fts import SHARD_BITS, channel_code
+from chanctx.cache.channel_store._fts import SHARD_BITS, channel_code, scoped_text
 from chanctx.cache.channel_store.bulk import plain_message_row, post_rows
 from chanctx.context import Message
 from hypothesis import given
@@ -210,3 +211,10 @@ def test_a_newer_store_still_stops_with_store_too_new(tmp_path: Path) -> None:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(StoreTooNew):
         SqliteChannelStore(tmp_path)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F)) | st.text())
+def test_a_document_splits_into_words_the_same_way_on_every_path(text: str) -> None:
+    words = re.findall(r"[^\W_]+", text)
+    expected = "0000b" + " 0000b".join(words) if words else ""
+    assert scoped_text("0000b", text) == expected
