@@ -40,6 +40,7 @@ __all__ = [
     "scoped_document",
     "scoped_query",
     "scoped_text",
+    "scoped_texts",
     "shard_of",
     "shard_table",
 ]
@@ -83,6 +84,11 @@ def scoped_text(code: str, text: str) -> str:
     else:
         words = _WORD.findall(text)
     return code + (" " + code).join(words) if words else ""
+
+
+def scoped_texts(code: str, texts: Sequence[str]) -> list[str]:
+    """``scoped_text`` of each (measured: faster than any split of the joined batch)."""
+    return [scoped_text(code, text) for text in texts]
 
 
 def scoped_document(code: str, text: str, more: str | None) -> str:

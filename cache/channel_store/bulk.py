@@ -21,11 +21,12 @@ from collections.abc import Sequence
 
 from chanctx.cache._ts_keys import raw_ts_key
 from chanctx.cache.channel_store._apply import _COLUMNS, Applier, _Row
-from chanctx.cache.channel_store._fts import SHARD_BITS, channel_code, scoped_document, shard_table
+from chanctx.cache.channel_store._fts import SHARD_BITS, channel_code, scoped_texts, shard_table
 from chanctx.cache.channel_store._protocol import ChannelStore
 from chanctx.cache.channel_store._records import MessagePosted, WriteResult
 from chanctx.cache.channel_store._rows import (
     MessageRow,
+    document,
     message_from_row,
     more_json,
     row_from_message,
@@ -38,11 +39,11 @@ __all__ = ["MessageRow", "message_row", "plain_message_row", "post_rows", "row_m
 _IS_BOT, _IS_BROADCAST = 1, 16
 # The scale of a ts by its count of fractional digits.
 _SCALES: tuple[int, ...] = tuple(10**9 // 10**digits for digits in range(10))
-# New rows take the next ids (max + 1, ...): the writer is alone in its transaction.
+# New rows take the next ids (max + 1, ...: SQLite's rowid for a row inserted without one,
+# below the largest rowid there is): the writer is alone in its transaction.
 _INSERT = (
-    "INSERT INTO messages (id, chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
-    "reply_count, flags, more, version, deleted) "
-    "VALUES (?, {chan}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO messages (chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
+    "reply_count, flags, more, version, deleted) VALUES ({chan}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -181,21 +182,18 @@ def _insert(applier: Applier, chan: int, rows: list[MessageRow]) -> None:
     in: one executemany into ``messages`` and one a shard (most batches: one shard)."""
     db = applier.db
     first = int(db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]) + 1
-    db.executemany(
-        _INSERT.format(chan=int(chan)), [(row_id, *row) for row_id, row in enumerate(rows, first)]
-    )
+    db.executemany(_INSERT.format(chan=int(chan)), rows)
     code = channel_code(chan)
     start, end = first, first + len(rows)
     while start < end:
         shard = start >> SHARD_BITS
         stop = min(end, (shard + 1) << SHARD_BITS)
         applier.note_shard(chan, shard)
+        part = rows[start - first : stop - first]
+        texts = [row[5] if row[8] is None else document(row[5], row[8]) for row in part]
         db.executemany(
             f"INSERT INTO {shard_table(shard)} (rowid, doc) VALUES (?, ?)",
-            [
-                (row_id, scoped_document(code, row[5], row[8]))
-                for row_id, row in enumerate(rows[start - first : stop - first], start)
-            ],
+            zip(range(start, stop), scoped_texts(code, texts), strict=True),
         )
         start = stop
 

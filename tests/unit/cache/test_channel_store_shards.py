@@ -16,7 +16,7 @@ from chanctx.cache.channel_store import (
     SqliteChannelStore,
     StoreTooNew,
 )
-from chanctx.cache.channel_store._fts import SHARD_BITS, channel_code, scoped_text
+from chanctx.cache.channel_store._fts import SHARD_BITS, channel_code, scoped_text, scoped_texts
 from chanctx.cache.channel_store.bulk import plain_message_row, post_rows
 from chanctx.context import Message
 from hypothesis import given
@@ -215,6 +215,7 @@ def test_a_newer_store_still_stops_with_store_too_new(tmp_path: Path) -> None:
 
 @given(st.text(alphabet=st.characters(max_codepoint=0x7F)) | st.text())
 def test_a_document_splits_into_words_the_same_way_on_every_path(text: str) -> None:
-    words = re.findall(r"[^\W_]+", text)
-    expected = "0000b" + " 0000b".join(words) if words else ""
-    assert scoped_text("0000b", text) == expected
+    expected = ["0000b" + word for word in re.findall(r"[^\W_]+", text)]
+    assert scoped_text("0000b", text).split() == expected
+    batch = scoped_texts("0000b", ["one", text, "two", text + "\x00é"])
+    assert [d.split() for d in batch[:3]] == [["0000bone"], expected, ["0000btwo"]]
