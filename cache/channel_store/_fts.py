@@ -4,7 +4,7 @@ A message's row id picks its shard (``id >> SHARD_BITS``: row ids grow as messag
 a shard holds at most ``2**SHARD_BITS`` messages, and the count of shards follows the count of
 messages, never the count of channels). Every channel shares the shards; what keeps a search
 in a small channel from reading a big channel's postings is the term itself: each word of a
-document is written with the channel's code in front (``channel_code``, five characters), so
+document is written with the channel's code in front (``channel_code``, 2 to 7 characters), so
 "deploy" in channel 7 and "deploy" in channel 8 are two terms of the index, with two
 postings lists. Queries are scoped the same way.
 
@@ -50,9 +50,13 @@ SHARD_BITS = 17  # 131,072 messages a shard: an erase merge of one shard takes a
 # algorithm as the in-memory index's stemmer, so "failing" finds "failed" in both).
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 # Digits and consonants: Porter's measure of a word counts vowel-consonant runs, so a prefix
-# of consonants leaves every stem as it was. 30 symbols, 5 places: 24,300,000 channels.
+# of consonants leaves every stem as it was. A code's first symbol says how long it is (so no
+# code is the start of another, and "code + word" reads one way only); the first channels get
+# the shortest codes, since every word of the index carries one.
 _ALPHABET = "0123456789bcdfghjklmnpqrstvwxz"
-_PLACES = 5
+# (first symbols, total length): 17 x 30 = 510 channels in 2 characters, 10 x 30**2 = 9,000 in
+# 3, 2 x 30**4 = 1,620,000 in 5, then 30**6 in 7.
+_WIDTHS = ((_ALPHABET[:17], 2), (_ALPHABET[17:27], 3), (_ALPHABET[27:29], 5), (_ALPHABET[29:], 7))
 _WORD = re.compile(r"[^\W_]+")
 # The same split for ASCII text, as a byte table: letters and digits kept, the rest spaces.
 _ASCII_WORDS = bytes(c if chr(c).isalnum() and c < 128 else 32 for c in range(256))
@@ -67,14 +71,21 @@ def shard_table(shard: int) -> str:
 
 
 def channel_code(chan: int) -> str:
-    """The fixed-width code written in front of each of the channel's words."""
-    if not 0 <= chan < len(_ALPHABET) ** _PLACES:
-        raise ValueError(f"channel id {chan} is beyond what a term code can hold")
-    digits = []
-    for _ in range(_PLACES):
-        chan, place = divmod(chan, len(_ALPHABET))
-        digits.append(_ALPHABET[place])
-    return "".join(reversed(digits))
+    """The code written in front of each of the channel's words (prefix-free, see _WIDTHS)."""
+    if chan < 0:
+        raise ValueError(f"channel id {chan} is negative")
+    left = chan
+    for firsts, width in _WIDTHS:
+        rest = len(_ALPHABET) ** (width - 1)
+        if left < len(firsts) * rest:
+            head, tail = divmod(left, rest)
+            digits = []
+            for _ in range(width - 1):
+                tail, place = divmod(tail, len(_ALPHABET))
+                digits.append(_ALPHABET[place])
+            return firsts[head] + "".join(reversed(digits))
+        left -= len(firsts) * rest
+    raise ValueError(f"channel id {chan} is beyond what a term code can hold")
 
 
 def scoped_text(code: str, text: str) -> str:

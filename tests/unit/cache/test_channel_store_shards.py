@@ -77,11 +77,19 @@ def test_a_channel_finds_only_its_own_words_and_ranks_within_itself(tmp_path: Pa
         assert store.search_candidates(T, "BIG", ["lunch"], 10) == []
 
 
-@given(st.integers(0, 30**5 - 1), st.integers(0, 30**5 - 1))
-def test_channel_codes_are_fixed_width_consonants_and_distinct(a: int, b: int) -> None:
-    code = channel_code(a)
-    assert len(code) == 5 and not set(code) & set("aeiouy")
-    assert (code == channel_code(b)) == (a == b)
+@given(st.integers(0, 2_000_000) | st.integers(0, 30**6), st.integers(0, 2_000_000))
+def test_channel_codes_are_consonants_distinct_and_none_starts_another(a: int, b: int) -> None:
+    code, other = channel_code(a), channel_code(b)
+    assert 2 <= len(code) <= 7 and not set(code) & set("aeiouy")
+    assert (code == other) == (a == b)
+    assert a == b or not (code.startswith(other) or other.startswith(code))
+
+
+def test_the_first_channels_have_the_shortest_codes() -> None:
+    assert [len(channel_code(n)) for n in (0, 509, 510, 9509, 9510, 1_629_509, 1_629_510)] == [
+        2, 2, 3, 3, 5, 5, 7,
+    ]  # fmt: skip
+    assert len({channel_code(n) for n in range(12_000)}) == 12_000
 
 
 def _store_at_row_id(tmp_path: Path, next_id: int) -> SqliteChannelStore:
@@ -215,7 +223,7 @@ def test_a_newer_store_still_stops_with_store_too_new(tmp_path: Path) -> None:
 
 @given(st.text(alphabet=st.characters(max_codepoint=0x7F)) | st.text())
 def test_a_document_splits_into_words_the_same_way_on_every_path(text: str) -> None:
-    expected = ["0000b" + word for word in re.findall(r"[^\W_]+", text)]
-    assert scoped_text("0000b", text).split() == expected
-    batch = scoped_texts("0000b", ["one", text, "two", text + "\x00é"])
-    assert [d.split() for d in batch[:3]] == [["0000bone"], expected, ["0000btwo"]]
+    expected = ["0b" + word for word in re.findall(r"[^\W_]+", text)]
+    assert scoped_text("0b", text).split() == expected
+    batch = scoped_texts("0b", ["one", text, "two", text + "\x00é"])
+    assert [d.split() for d in batch[:3]] == [["0bone"], expected, ["0btwo"]]
