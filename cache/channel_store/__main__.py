@@ -1,10 +1,10 @@
 """``python -m chanctx.cache.channel_store check DATA_DIR``: is the store readable and whole?
 
 Changes nothing (it runs beside a bot using the same data dir): the file's header, its schema
-version, SQLite's ``integrity_check`` and each channel's full-text index. Prints one line per
+version, SQLite's ``integrity_check`` and each full-text index shard. Prints one line per
 problem and a summary; exit status 0 when the store is whole, 1 when it is not. A store whose
 only problem is an index can be repaired with ``rebuild-index`` (the bot stopped): every
-channel's index is built again from the messages.
+shard is built again from the messages.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from chanctx.cache.channel_store._errors import StoreError
-from chanctx.cache.channel_store._rows import document
-from chanctx.cache.channel_store._schema import create_fts, fts_table
+from chanctx.cache.channel_store._fts import reindex_all, shard_table
 from chanctx.cache.channel_store.sqlite import SqliteChannelStore
 
 __all__ = ["check", "main", "rebuild_index"]
@@ -35,8 +34,8 @@ def check(data_dir: Path) -> int:
     try:
         problems = [r[0] for r in db.execute("PRAGMA integrity_check") if r[0] != "ok"]
         db.execute("BEGIN")
-        for (chan,) in db.execute("SELECT id FROM channels").fetchall():
-            table = fts_table(chan)
+        for (shard,) in db.execute("SELECT id FROM shards").fetchall():
+            table = shard_table(shard)
             try:
                 db.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 0)")
             except sqlite3.DatabaseError as error:
@@ -61,23 +60,18 @@ def rebuild_index(data_dir: Path) -> int:
         return 1
     db = sqlite3.connect(store.path, isolation_level=None)
     try:
+        db.execute("PRAGMA secure_delete = ON")
         db.execute("BEGIN IMMEDIATE")
-        channels = [c for (c,) in db.execute("SELECT id FROM channels").fetchall()]
-        for chan in channels:
-            db.execute(f"DROP TABLE IF EXISTS {fts_table(chan)}")
-            create_fts(db, chan)
-            rows = db.execute(
-                "SELECT id, text, more FROM messages WHERE chan = ? AND deleted = 0", (chan,)
-            )
-            db.executemany(
-                f"INSERT INTO {fts_table(chan)} (rowid, doc) VALUES (?, ?)",
-                ((row_id, document(text, more)) for row_id, text, more in rows),
-            )
+        for (shard,) in db.execute("SELECT id FROM shards").fetchall():
+            db.execute(f"DROP TABLE IF EXISTS {shard_table(shard)}")
+        db.execute("DELETE FROM shards")
+        db.execute("DELETE FROM chan_shards")
+        known = reindex_all(db)
         db.execute("COMMIT")
     finally:
         db.close()
         store.close()
-    print(f"{store.path}: rebuilt the index of {len(channels)} channel(s)")
+    print(f"{store.path}: rebuilt {len(known)} index shard(s)")
     return 0
 
 

@@ -1,10 +1,10 @@
 """Applying a batch of events inside the writer's transaction (see ``_records`` for the rules).
 
 Each method reads the row it changes, decides by the idempotency rule, writes the row and keeps
-the channel's contentless full-text index in step (an index entry is deleted with the exact
-document it was inserted with, recomputed from the old row). Anything that removes text marks
-the channel ``erase_pending``: its index still holds the old terms until the erase pass merges
-them away.
+the contentless full-text index in step (an index entry is deleted with the exact scoped
+document it was inserted with, recomputed from the old row; see ``_fts``). Anything that removes
+text marks the shard that held it ``pending``: the shard still holds the old terms until the
+erase pass merges them away.
 """
 
 from __future__ import annotations
@@ -14,6 +14,14 @@ import sqlite3
 from dataclasses import dataclass
 
 from chanctx.cache import ts_key
+from chanctx.cache.channel_store._fts import (
+    SHARD_BITS,
+    channel_code,
+    ensure_shard,
+    known_shards,
+    scoped_document,
+    shard_table,
+)
 from chanctx.cache.channel_store._records import (
     ChannelForgotten,
     ChannelNamed,
@@ -36,7 +44,6 @@ from chanctx.cache.channel_store._rows import (
     row_from_message,
 )
 from chanctx.cache.channel_store._rules import edited, posted_over, reacted_row, tally
-from chanctx.cache.channel_store._schema import create_fts, fts_table
 from chanctx.context import Message
 
 __all__ = ["Applier"]
@@ -78,10 +85,30 @@ class Applier:
         self.db = db
         self.horizon = horizon  # ts keys below it are older than the retention period
         self._channels: dict[tuple[str, str], tuple[int, int | None]] = {}
+        self._shards: set[int] | None = None  # the shards that exist
+        self._chan_shards: set[tuple[int, int]] = set()  # (channel, shard) rows known written
 
     def forget_cache(self) -> None:
-        """Drop the channel id cache (after a rollback it may name rows that are gone)."""
+        """Drop the caches (after a rollback they may name rows that are gone)."""
         self._channels.clear()
+        self._shards = None
+        self._chan_shards.clear()
+
+    def shards(self) -> set[int]:
+        """The shards that exist (read once, then kept in step by :meth:`index`)."""
+        if self._shards is None:
+            self._shards = known_shards(self.db)
+        return self._shards
+
+    def note_shard(self, chan: int, shard: int) -> None:
+        """Make sure ``shard`` exists and is listed as one ``chan`` has words in."""
+        if (chan, shard) in self._chan_shards:
+            return
+        ensure_shard(self.db, self.shards(), shard)
+        self.db.execute(
+            "INSERT OR IGNORE INTO chan_shards (chan, shard) VALUES (?, ?)", (chan, shard)
+        )
+        self._chan_shards.add((chan, shard))
 
     def apply(self, event: StoreEvent, result: WriteResult) -> None:
         match event:
@@ -140,12 +167,12 @@ class Applier:
             )
             assert cursor.lastrowid is not None
             row = (cursor.lastrowid, None)
-            create_fts(self.db, row[0])
         found = self._channels[(team, channel)] = (int(row[0]), row[1])
         return found
 
-    def _mark_erased(self, chan: int, result: WriteResult) -> None:
-        self.db.execute("UPDATE channels SET erase_pending = 1 WHERE id = ?", (chan,))
+    def _mark_erased(self, row_id: int, result: WriteResult) -> None:
+        """The index shard of row ``row_id`` held words now erased: the erase pass merges it."""
+        self.db.execute("UPDATE shards SET pending = 1 WHERE id = ?", (row_id >> SHARD_BITS,))
         result.erased = True
 
     # -- rows ---------------------------------------------------------------------------------
@@ -157,17 +184,15 @@ class Applier:
         return None if found is None else _Row(*found)
 
     def _index(self, chan: int, row_id: int, text: str, more: str | None) -> None:
+        shard = row_id >> SHARD_BITS
+        self.note_shard(chan, shard)
         self.db.execute(
-            f"INSERT INTO {fts_table(chan)} (rowid, doc) VALUES (?, ?)",
-            (row_id, document(text, more)),
+            f"INSERT INTO {shard_table(shard)} (rowid, doc) VALUES (?, ?)",
+            (row_id, scoped_document(channel_code(chan), text, more)),
         )
 
     def _unindex(self, chan: int, row: _Row) -> None:
-        table = fts_table(chan)
-        self.db.execute(
-            f"INSERT INTO {table} ({table}, rowid, doc) VALUES ('delete', ?, ?)",
-            (row.id, document(row.text, row.more)),
-        )
+        unindex(self.db, chan, row.id, row.text, row.more)
 
     def _write(self, chan: int, message: Message, old: _Row | None) -> int:
         """Insert ``message`` or replace ``old`` with it; its row id. Index kept in step."""
@@ -238,7 +263,7 @@ class Applier:
             return
         self._write(chan, posted.message, old)
         if posted.erases:
-            self._mark_erased(chan, result)
+            self._mark_erased(old.id, result)
         result.applied += 1
 
     def _edit(self, event: MessageEdited, result: WriteResult) -> None:
@@ -249,7 +274,8 @@ class Applier:
             tally(result, after)
             return
         self._write(chan, after, old)
-        self._mark_erased(chan, result)
+        assert old is not None  # an edit of no stored row is not applied
+        self._mark_erased(old.id, result)
         result.applied += 1
 
     def _delete(self, team: str, channel: str, ts: str, result: WriteResult) -> None:
@@ -278,7 +304,7 @@ class Applier:
                 "WHERE chan = ? AND ts_key = ? AND reply_count > 0",
                 (chan, ts_key(before.thread_ts)),
             )
-        self._mark_erased(chan, result)
+        self._mark_erased(old.id, result)
         result.applied += 1
 
     def _react(self, event: ReactionChanged, result: WriteResult) -> None:
@@ -336,7 +362,7 @@ class Applier:
             kept = tuple(f for f in before.files if f.artifact_id != event.file_id)
             if kept != before.files:
                 self._write(chan, before.model_copy(update={"files": kept}), old)
-                self._mark_erased(chan, result)
+                self._mark_erased(old.id, result)
         result.applied += 1
 
     # -- forgetting ---------------------------------------------------------------------------
@@ -347,15 +373,20 @@ class Applier:
             "SELECT max(ts_key) FROM messages WHERE chan = ?", (chan,)
         ).fetchone()[0]
         through = max(k for k in (newest, erased_through, -1) if k is not None)
-        for table in ("messages", "pins", "cursors"):
+        # Each indexed message leaves its shard (a 'delete' marker; the erase pass then merges
+        # the shards it touched, so the words leave the file's bytes too).
+        live = self.db.execute(
+            "SELECT id, text, more FROM messages WHERE chan = ? AND deleted = 0", (chan,)
+        ).fetchall()
+        for row_id, text, more in live:
+            unindex(self.db, chan, row_id, text, more)
+        for table in ("messages", "pins", "cursors", "chan_shards"):
             self.db.execute(f"DELETE FROM {table} WHERE chan = ?", (chan,))
+        self._chan_shards = {pair for pair in self._chan_shards if pair[0] != chan}
         self.db.execute("DELETE FROM files WHERE chan = ?", (chan,))
-        # Dropping the index frees its pages (zeroed by secure_delete); a new one starts empty.
-        self.db.execute(f"DROP TABLE IF EXISTS {fts_table(chan)}")
-        create_fts(self.db, chan)
         through_key = through if through >= 0 else None
         self.db.execute(
-            "UPDATE channels SET name = NULL, erased_through = ?, erase_pending = 0 WHERE id = ?",
+            "UPDATE channels SET name = NULL, erased_through = ? WHERE id = ?",
             (through_key, chan),
         )
         self._channels[(team, channel)] = (chan, through_key)
@@ -374,6 +405,17 @@ class Applier:
             self._delete(team, channel, ts, ignored)
         result.applied += 1
         result.erased = True
+
+
+def unindex(db: sqlite3.Connection, chan: int, row_id: int, text: str, more: str | None) -> None:
+    """Take row ``row_id``'s document out of its shard and mark the shard ``pending``."""
+    shard = row_id >> SHARD_BITS
+    table = shard_table(shard)
+    db.execute(
+        f"INSERT INTO {table} ({table}, rowid, doc) VALUES ('delete', ?, ?)",
+        (row_id, scoped_document(channel_code(chan), text, more)),
+    )
+    db.execute("UPDATE shards SET pending = 1 WHERE id = ?", (shard,))
 
 
 def _like(text: str) -> str:

@@ -7,8 +7,10 @@ a deleted row's bytes when its page is written, but two copies can outlive the r
 page in the write-ahead log (until a checkpoint copies the new page over it), and the deleted
 words in the full-text index's segments (FTS5 records a deletion as a marker in a new segment;
 SQLite 3.40 has no secure-delete option for FTS5, that came in 3.44). The pass merges each
-touched channel's index into one segment (``optimize``: the old segments' pages are freed, and
-zeroed), then checkpoints the log with TRUNCATE, leaving it empty.
+index shard marked ``pending`` into one segment (``optimize``: the old segments' pages are
+freed, and zeroed), then checkpoints the log with TRUNCATE, leaving it empty. A shard holds at
+most ``2**SHARD_BITS`` messages (``_fts``), so one deletion costs one shard's merge, whatever
+the size of the channel or of the store.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import heapq
 import logging
 import sqlite3
 
-from chanctx.cache.channel_store._rows import document
-from chanctx.cache.channel_store._schema import fts_table
+from chanctx.cache.channel_store._apply import unindex
+from chanctx.cache.channel_store._fts import shard_table
 
 __all__ = ["checkpoint", "drop_oldest", "optimize_pending", "purge_before", "used_bytes"]
 
@@ -26,14 +28,14 @@ log = logging.getLogger("chanctx.cache.channel_store")
 
 
 def optimize_pending(db: sqlite3.Connection) -> int:
-    """Merge the index of every channel marked ``erase_pending``; how many there were."""
-    pending = [c for (c,) in db.execute("SELECT id FROM channels WHERE erase_pending = 1")]
-    for chan in pending:
-        table = fts_table(chan)
+    """Merge every index shard marked ``pending``; how many there were."""
+    pending = [s for (s,) in db.execute("SELECT id FROM shards WHERE pending = 1")]
+    for shard in pending:
+        table = shard_table(shard)
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
-            db.execute("UPDATE channels SET erase_pending = 0 WHERE id = ?", (chan,))
+            db.execute("UPDATE shards SET pending = 0 WHERE id = ?", (shard,))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -62,16 +64,10 @@ def _delete_rows(db: sqlite3.Connection, chan: int, below: int, limit: int) -> i
         "ORDER BY ts_key LIMIT ?",
         (chan, below, limit),
     ).fetchall()
-    table = fts_table(chan)
     for row_id, text, more, deleted in rows:
         if not deleted:
-            db.execute(
-                f"INSERT INTO {table} ({table}, rowid, doc) VALUES ('delete', ?, ?)",
-                (row_id, document(text, more)),
-            )
+            unindex(db, chan, row_id, text, more)  # marks its shard pending
     db.executemany("DELETE FROM messages WHERE id = ?", [(r[0],) for r in rows])
-    if rows:
-        db.execute("UPDATE channels SET erase_pending = 1 WHERE id = ?", (chan,))
     return len(rows)
 
 

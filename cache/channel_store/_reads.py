@@ -16,6 +16,7 @@ from typing import Any
 
 from chanctx.cache import ts_key
 from chanctx.cache.channel_store._errors import StoreCorrupt
+from chanctx.cache.channel_store._fts import scoped_query, shard_table
 from chanctx.cache.channel_store._records import (
     BackfillCursor,
     Candidate,
@@ -24,14 +25,14 @@ from chanctx.cache.channel_store._records import (
     Scope,
     StoreStats,
 )
-from chanctx.cache.channel_store._rows import match_query, message_from_row
-from chanctx.cache.channel_store._schema import fts_table
+from chanctx.cache.channel_store._rows import message_from_row
 from chanctx.context import FileRef, Message
 
 __all__ = ["Reads"]
 
 _SELECT = "SELECT ts, thread_ts, user_id, text, reply_count, flags, more FROM messages"
 _TIMELINE = "(thread_key IS NULL OR thread_key = ts_key OR flags & 16)"
+_SHARDS_A_QUERY = 100  # a compound SELECT holds at most 500 (SQLite's default limit)
 
 
 class Reads:
@@ -187,20 +188,37 @@ class Reads:
         """The best ``limit`` messages for any of ``terms`` by FTS5's bm25(), best first.
 
         Candidates for the ranking, not the ranking: the caller scores them with every
-        signal it has (threads, neighbours, dates, people).
+        signal it has (threads, neighbours, dates, people). The terms are the channel's own
+        (``_fts``), so bm25 weighs them by how many of the channel's messages hold them; each
+        shard the channel has words in gives its best ``limit``, and the best of those win.
         """
         chan = self._chan(team, channel)
-        query = match_query(terms)
-        if chan is None or query is None or limit <= 0:
+        if chan is None or limit <= 0:
             return []
-        table = fts_table(chan)
-        rows = self._query(
-            f"SELECT m.ts, -f.rank FROM (SELECT rowid, rank FROM {table} WHERE {table} MATCH ? "
-            f"ORDER BY rank LIMIT {int(limit)}) f JOIN messages m ON m.id = f.rowid "
-            "ORDER BY f.rank",
-            (query,),
-        )
-        return [Candidate(ts, float(score)) for ts, score in rows]
+        query = scoped_query(chan, terms)
+        if query is None:
+            return []
+        shards = [
+            s for (s,) in self._query("SELECT shard FROM chan_shards WHERE chan = ?", (chan,))
+        ]
+        if not shards:
+            return []
+        rows: list[tuple[float, str]] = []
+        for start in range(0, len(shards), _SHARDS_A_QUERY):
+            parts = [
+                f"SELECT m.ts, f.rank FROM (SELECT rowid, rank FROM {t} WHERE {t} MATCH ?1 "
+                f"ORDER BY rank LIMIT {int(limit)}) f JOIN messages m ON m.id = f.rowid "
+                "WHERE m.chan = ?2"
+                for t in map(shard_table, shards[start : start + _SHARDS_A_QUERY])
+            ]
+            found = self._query(
+                f"SELECT rank, ts FROM ({' UNION ALL '.join(parts)}) ORDER BY rank "
+                f"LIMIT {int(limit)}",
+                (query, chan),
+            )
+            rows.extend((float(rank), ts) for rank, ts in found)
+        rows.sort()
+        return [Candidate(ts, -rank) for rank, ts in rows[:limit]]
 
     # -- names, pins, files, cursors ----------------------------------------------------------
 

@@ -8,9 +8,10 @@ a chanctx channel store. Opening a file:
 * a newer version: :class:`StoreTooNew`; another application's database, a file that is not a
   database, or one shorter than its header says (truncated): :class:`StoreCorrupt`.
 
-Each channel's full-text index is a table of its own (``fts_<channel id>``), so a search in a
-channel reads only that channel's postings, and erasing or rebuilding one channel's index
-costs that channel, not the workspace.
+The full-text index is a few FTS5 tables shared by every channel (``_fts``: shards by row id,
+channel-scoped terms), so the schema does not grow with the channels: a new connection parses
+a few dozen rows, and a new channel changes no schema. Version 1 kept one FTS5 table per
+channel (``fts_<channel id>``); :func:`_v1_to_v2` moves such a store to the shards.
 """
 
 from __future__ import annotations
@@ -20,23 +21,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from chanctx.cache.channel_store._errors import StoreCorrupt, StoreTooNew
+from chanctx.cache.channel_store._fts import reindex_all
 
 __all__ = [
     "APPLICATION_ID",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "check_header",
-    "create_fts",
-    "fts_table",
     "prepare",
 ]
 
 APPLICATION_ID = 0x63637331  # "ccs1": a chanctx channel store
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _HEADER = b"SQLite format 3\x00"
-# FTS5's own tokenizer: Unicode word boundaries, diacritics folded, Porter stems (the same
-# algorithm as the in-memory index's stemmer, so "failing" finds "failed" in both).
-TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -46,7 +43,6 @@ CREATE TABLE channels (
     channel TEXT NOT NULL,
     name TEXT,
     erased_through INTEGER,       -- forgotten: no ts key at or below this is accepted again
-    erase_pending INTEGER NOT NULL DEFAULT 0,  -- its index still holds erased terms
     UNIQUE (team, channel)
 );
 CREATE TABLE users (
@@ -56,7 +52,7 @@ CREATE TABLE users (
     PRIMARY KEY (team, user)
 ) WITHOUT ROWID;
 CREATE TABLE messages (
-    id INTEGER PRIMARY KEY,       -- the rowid of the message in its channel's fts table
+    id INTEGER PRIMARY KEY,       -- the rowid of the message in its shard (id >> SHARD_BITS)
     chan INTEGER NOT NULL,
     ts_key INTEGER NOT NULL,      -- the exact ts as an int (ns): the order and the key
     ts TEXT NOT NULL,
@@ -86,6 +82,15 @@ CREATE TABLE files (
     record TEXT NOT NULL,         -- the FileRef as JSON
     PRIMARY KEY (team, file_id)
 ) WITHOUT ROWID;
+CREATE TABLE shards (
+    id INTEGER PRIMARY KEY,       -- the FTS5 table ix_<id>, made when its first row comes
+    pending INTEGER NOT NULL      -- 1: it still holds erased terms (the erase pass merges it)
+);
+CREATE TABLE chan_shards (        -- the shards a channel has words in (what a search reads)
+    chan INTEGER NOT NULL,
+    shard INTEGER NOT NULL,
+    PRIMARY KEY (chan, shard)
+) WITHOUT ROWID;
 CREATE TABLE cursors (
     chan INTEGER NOT NULL,
     kind TEXT NOT NULL,
@@ -94,20 +99,24 @@ CREATE TABLE cursors (
 ) WITHOUT ROWID;
 """
 
+_V2_TABLES = _SCHEMA[_SCHEMA.index("CREATE TABLE shards") : _SCHEMA.index("CREATE TABLE cursors")]
+
+
+def _v1_to_v2(db: sqlite3.Connection) -> None:
+    """One FTS5 table per channel -> the shared shards: every live message is indexed again
+    (scoped to its channel), then the channel tables are dropped (``secure_delete`` zeroes
+    their pages)."""
+    for statement in _V2_TABLES.split(";\n"):
+        if statement.strip():
+            db.execute(statement)
+    reindex_all(db)
+    for (chan,) in db.execute("SELECT id FROM channels").fetchall():
+        db.execute(f"DROP TABLE IF EXISTS fts_{int(chan)}")
+    db.execute("ALTER TABLE channels DROP COLUMN erase_pending")
+
+
 # version -> the step that takes a store from it to the next version (in one transaction).
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
-
-
-def fts_table(chan: int) -> str:
-    return f"fts_{int(chan)}"
-
-
-def create_fts(db: sqlite3.Connection, chan: int) -> None:
-    # Contentless: the text lives once, in messages; the index keeps terms and positions only.
-    db.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS {fts_table(chan)} "
-        f"USING fts5(doc, content='', tokenize='{TOKENIZE}')"
-    )
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2}
 
 
 def check_header(path: Path) -> None:

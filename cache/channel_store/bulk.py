@@ -5,7 +5,7 @@
 undoes an edit, a root's thread counters are kept from the copy that knows more), in one
 transaction, but does the common case of an import in bulk: the batch's stored rows are read in
 one query, the rows the store lacks go in with one ``executemany`` into ``messages`` and one
-into the channel's full-text index, and a row identical to the stored one is counted as known
+into the full-text index shard they fall in (their documents scoped to the channel, ``_fts``), and a row identical to the stored one is counted as known
 without building a message. What is not that simple (a copy differing from the stored row, a
 tombstone, a key twice in the batch) goes through the same per-event rule as ``write``.
 
@@ -17,11 +17,11 @@ intake's models). On a store other than SQLite, ``post_rows`` is ``write`` of th
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 
 from chanctx.cache._ts_keys import raw_ts_key
 from chanctx.cache.channel_store._apply import _COLUMNS, Applier, _Row
+from chanctx.cache.channel_store._fts import SHARD_BITS, channel_code, scoped_texts, shard_table
 from chanctx.cache.channel_store._protocol import ChannelStore
 from chanctx.cache.channel_store._records import MessagePosted, WriteResult
 from chanctx.cache.channel_store._rows import (
@@ -31,7 +31,6 @@ from chanctx.cache.channel_store._rows import (
     more_json,
     row_from_message,
 )
-from chanctx.cache.channel_store._schema import fts_table
 from chanctx.cache.channel_store.sqlite import SqliteChannelStore
 from chanctx.context import FileRef, Message
 
@@ -40,7 +39,8 @@ __all__ = ["MessageRow", "message_row", "plain_message_row", "post_rows", "row_m
 _IS_BOT, _IS_BROADCAST = 1, 16
 # The scale of a ts by its count of fractional digits.
 _SCALES: tuple[int, ...] = tuple(10**9 // 10**digits for digits in range(10))
-# New rows take the next ids (max + 1, ...): the writer is alone in its transaction.
+# New rows take the next ids (max + 1, ...: SQLite's rowid for a row inserted without one,
+# below the largest rowid there is): the writer is alone in its transaction.
 _INSERT = (
     "INSERT INTO messages (chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
     "reply_count, flags, more, version, deleted) VALUES ({chan}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -158,7 +158,6 @@ def _post(
             result.expired += 1
         else:
             fresh[key] = row
-    db = applier.db
     stored = _stored(applier, chan, list(fresh))
     new: list[MessageRow] = []
     for key, row in fresh.items():
@@ -172,32 +171,31 @@ def _post(
         else:
             applier.apply(MessagePosted(team, row_message(channel, row)), result)
     if new:
-        _insert(db, chan, new)
+        _insert(applier, chan, new)
         result.applied += len(new)
     for row in one_by_one:
         applier.apply(MessagePosted(team, row_message(channel, row)), result)
 
 
-def _insert(db: sqlite3.Connection, chan: int, rows: list[MessageRow]) -> None:
-    """New rows, and their documents into the channel's index, with no Python work a row:
-    the rows are bound as they are (the channel id is part of the statement), and the index
-    is filled from the inserted rows by one INSERT ... SELECT (a row with ``more`` has a
-    document of its own, computed here: those are few)."""
-    last = int(db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
+def _insert(applier: Applier, chan: int, rows: list[MessageRow]) -> None:
+    """New rows, with the next ids, and their scoped documents into the shards those ids fall
+    in: one executemany into ``messages`` and one a shard (most batches: one shard)."""
+    db = applier.db
+    first = int(db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]) + 1
     db.executemany(_INSERT.format(chan=int(chan)), rows)
-    table = fts_table(chan)
-    db.execute(
-        f"INSERT INTO {table} (rowid, doc) SELECT id, text FROM messages "
-        "WHERE id > ? AND more IS NULL",
-        (last,),
-    )
-    richer = db.execute(
-        "SELECT id, text, more FROM messages WHERE id > ? AND more IS NOT NULL", (last,)
-    ).fetchall()
-    db.executemany(
-        f"INSERT INTO {table} (rowid, doc) VALUES (?, ?)",
-        [(row_id, document(text, more)) for row_id, text, more in richer],
-    )
+    code = channel_code(chan)
+    start, end = first, first + len(rows)
+    while start < end:
+        shard = start >> SHARD_BITS
+        stop = min(end, (shard + 1) << SHARD_BITS)
+        applier.note_shard(chan, shard)
+        part = rows[start - first : stop - first]
+        texts = [row[5] if row[8] is None else document(row[5], row[8]) for row in part]
+        db.executemany(
+            f"INSERT INTO {shard_table(shard)} (rowid, doc) VALUES (?, ?)",
+            zip(range(start, stop), scoped_texts(code, texts), strict=True),
+        )
+        start = stop
 
 
 def _stored(applier: Applier, chan: int, keys: list[int]) -> dict[int, _Row]:

@@ -95,7 +95,7 @@ class SqliteChannelStore(Reads):
             raise
         super().__init__(self.path)
         self._applier = Applier(self._db)
-        # A kill between a commit and its erase pass leaves erase_pending set and the old
+        # A kill between a commit and its erase pass leaves a shard pending and the old
         # pages in the log: finish that pass before anything else.
         with self._write_lock:
             self._erase_after_commit()
@@ -169,7 +169,7 @@ class SqliteChannelStore(Reads):
     def _erase_after_commit(self) -> None:
         """The batch is committed (the caller may ack it): an erase pass that fails now, for
         want of space to merge an index, is logged and left for the next pass
-        (``erase_pending`` stays set in the file, so even a restart retries it)."""
+        (the shard stays ``pending`` in the file, so even a restart retries it)."""
         try:
             self._erase_locked()
         except (StoreFull, StoreCorrupt, sqlite3.Error) as error:

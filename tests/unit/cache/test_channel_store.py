@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from chanctx.cache.channel_store import (
+    SCHEMA_VERSION,
     BackfillCursor,
     ChannelForgotten,
     ChannelNamed,
@@ -272,7 +273,7 @@ def test_stats_count_messages_threads_tombstones_and_bytes(store: SqliteChannelS
         ts(1),
         ts(2),
     )
-    assert stats.bytes_on_disk > 0 and stats.schema_version == 1
+    assert stats.bytes_on_disk > 0 and stats.schema_version == SCHEMA_VERSION == 2
 
 
 def test_a_reader_sees_commits_and_never_blocks_the_writer(tmp_path: Path) -> None:
