@@ -32,6 +32,7 @@ from chanctx.cache.channel_store._rows import (
     row_from_message,
 )
 from chanctx.cache.channel_store._schema import fts_table
+from chanctx.cache.channel_store.postgres import PostgresChannelStore
 from chanctx.cache.channel_store.sqlite import SqliteChannelStore
 from chanctx.context import FileRef, Message
 
@@ -136,6 +137,8 @@ def post_rows(
         return WriteResult()
     if isinstance(store, SqliteChannelStore):
         return store.transact(lambda applier, result: _post(applier, team, channel, rows, result))
+    if isinstance(store, PostgresChannelStore):
+        return store.post_rows(team, channel, rows)
     return store.write([MessagePosted(team, row_message(channel, row)) for row in rows])
 
 
