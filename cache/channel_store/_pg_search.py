@@ -6,23 +6,21 @@ every term counted once (chat messages are short; a term seldom repeats): the su
 document frequencies of the terms it holds, damped mildly by its length (k1 = 1.2, b = 0.4, the
 in-memory ranking's constants), ties to the newer message.
 
-What it costs is what it reads, so it reads little (``EXPLAIN ANALYZE`` of a 1,000,000-message
-channel, bench/RESULTS.md "Channel store on PostgreSQL"):
+What it costs is the heap rows it reads (the GIN index gives row ids, not counts or scores), so
+it reads few (``EXPLAIN ANALYZE`` and timings in docs/design.md, "The channel store on
+PostgreSQL"):
 
 1. *Frequencies from a sample.* One query tests every term, and every pair of terms, against
-   the channel's newest :data:`SAMPLE` messages (a backward scan of the primary key). A channel
-   that small is counted exactly; in a larger one the share of the sample estimates each
-   term's document frequency, and the channel's size is counted once and kept
-   :data:`SIZE_TTL` seconds (an IDF moves little while a channel grows).
-2. *What to score.* The rare terms (estimated at most :data:`RARE` messages) match few rows:
-   every message holding one is scored, and their frequencies are counted exactly on the way
-   (the rows are read anyway). A common term alone never decides a candidate: messages
-   holding two common terms are found by intersecting their GIN posting lists inside the
-   index (pairs rarest first, up to :data:`DRIVE` estimated rows), and only when that leaves
-   fewer rows than asked are single common terms added, rarest first. At most :data:`DRIVE`
-   rows are read, whatever the terms.
-3. One statement does 2 and the scoring: a bitmap scan of the GIN index for the chosen
-   ``tsquery``, the score of each row read, a top-N sort.
+   the channel's newest :data:`SAMPLE` messages (a backward scan by key). A channel that small
+   is counted exactly; in a larger one the share of the sample estimates each term's document
+   frequency, and the channel's size is counted once and kept :data:`SIZE_TTL` seconds (an IDF
+   moves little while a channel grows).
+2. *What to read.* Terms are read whole, rarest first, while their estimated rows fit
+   :data:`DRIVE`; their frequencies are then counted exactly on the rows read. Of the rest
+   (common terms), pairs are intersected inside the GIN index (``a && b``, rarest pair first)
+   while they fit, and the newest ``limit`` messages holding a common term fill in (a backward
+   scan of at most :data:`FILL_SCAN` messages, never the GIN index).
+3. One statement reads those rows, counts, scores and keeps the best ``limit``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ tombstone, a key twice in the batch) goes through the same per-event rule as ``w
 
 Rows are built without a pydantic model: :func:`message_row` takes values the caller has
 already checked (the import checks Slack's shapes itself and leaves anything unusual to live
-intake's models). On a store other than SQLite, ``post_rows`` is ``write`` of the same events.
+intake's models). On PostgreSQL it is the store's own bulk path (one COPY a batch); on any other
+store, ``write`` of the same events.
 """
 
 from __future__ import annotations
