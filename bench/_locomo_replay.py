@@ -78,13 +78,15 @@ def ask_all(
     *,
     restart: bool = False,
     index_bytes: int | None = None,
+    database_url: str | None = None,
 ) -> list[Asked]:
     """Replay the conversation, then ask every question; what the tool answered each time.
 
     ``restart``: the conversation goes into a channel store, then a new bot over the same data
     dir (empty caches, as after a restart) answers the questions: its index is built from the
     store. ``index_bytes`` bounds that index (a budget smaller than the channel keeps the newest
-    part and reaches the older one through the store's full-text index).
+    part and reaches the older one through the store's full-text index). ``database_url``:
+    that store is PostgreSQL (a schema of the channel's own) instead of SQLite in the data dir.
     """
     number = itertools.count(1)
     start = float(turns[0]["ts"]) - 60
@@ -95,15 +97,19 @@ def ask_all(
             for event in _turn_events(channel, turns, number):
                 bot.dispatch(_envelope(event, number))
             return _ask(bot, channel, speakers, questions, at, number)
+    database = None if database_url is None else (database_url, f"locomo_{channel.lower()}")
     with tempfile.TemporaryDirectory(prefix="chanctx-locomo-") as tmp:
         data = Path(tmp)
-        with OfflineBot(state, start_time=start, data_dir=data, channel_store=True) as bot:
+        with OfflineBot(
+            state, start_time=start, data_dir=data, channel_store=True, database=database
+        ) as bot:
             bot.engine.warm_channel(channel)  # the bot loaded the channel once, when it joined
             for event in _turn_events(channel, turns, number):
                 bot.dispatch(_envelope(event, number))
         with OfflineBot(
-            state, claude=True, start_time=at - 60, data_dir=data, channel_store=True
-        ) as bot:
+            state, claude=True, start_time=at - 60, data_dir=data, channel_store=True,
+            database=database,
+        ) as bot:  # fmt: skip
             assert bot.engine.indexes is not None and bot.engine.held(channel) == 0
             if index_bytes is not None:
                 bot.engine.indexes.max_bytes = index_bytes

@@ -330,11 +330,12 @@ def measure_real_path(
     *,
     restart: bool = False,
     index_share: float | None = None,
+    database_url: str | None = None,
 ) -> RealPath:
     """Every question asked through the bot (``bench._locomo_replay``), scored on the rows
     channel_context answered with, in order. ``restart``: answered by a new bot over the
     channel store the conversation was written to; ``index_share``: its index budget is that
-    share of the conversation's bytes."""
+    share of the conversation's bytes; ``database_url``: the store is PostgreSQL there."""
     out = RealPath([], [], [], 0, [])
     held = 0
     shown = tqdm(conversations, desc="real path", unit="conversation", disable=None)
@@ -356,6 +357,7 @@ def measure_real_path(
                 if index_share is not None
                 else None
             ),
+            database_url=database_url,
         )
         dia_of = {t.ts: t.dia_id for t in conversation.turns}
         for question, answer in zip(conversation.questions, asked, strict=True):

@@ -5,17 +5,27 @@ whose byte budget leaves its index only the newest part of the channel, in one r
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from chanctx.bot.core.store_index import CANDIDATES
 
 from bench._data import benchdata
-from bench._results import write_section
+from bench._results import STAMP, sections, write_section
 from bench.locomo import DATA, KS, Conversation, RealPath, load, measure_real_path, overall
+from tests.support.postgres_server import postgres_server
 
-__all__ = ["from_store", "main"]
+__all__ = ["from_postgres", "from_store", "main"]
+
+SECTION = "Search quality (LoCoMo) from the store"
+POSTGRES_ROW = (
+    "from PostgreSQL (`--database-url`), budget half the channel: newest eighth indexed, "
+    "the rest via `search_candidates`"
+)
 
 
 def from_store(conversations: Sequence[Conversation], *, write: bool, started: float) -> None:
@@ -59,8 +69,43 @@ def from_store(conversations: Sequence[Conversation], *, write: bool, started: f
     lines += ["", f"Run time {time.perf_counter() - started:.0f} s on 2 cores (shared)."]
     body = "\n".join(lines)
     if write:
-        write_section("Search quality (LoCoMo) from the store", body)
+        write_section(SECTION, body)
     print(body)
+
+
+def from_postgres(conversations: Sequence[Conversation], *, write: bool, started: float) -> None:
+    """The budget-half restart with the channel store on PostgreSQL (the suite's way of
+    starting one: ``initdb`` into a temporary directory, a loopback port), its row added to
+    the section beside the embedded rows, which stay as they were measured (their date is
+    kept in the text)."""
+    server = postgres_server(Path(tempfile.mkdtemp(prefix="chanctx-locomo-pg-")))
+    try:
+        real = measure_real_path(
+            conversations, restart=True, index_share=0.5, database_url=server.url
+        )
+    finally:
+        server.stop("fast")
+        shutil.rmtree(server.workdir, ignore_errors=True)
+    cells = " | ".join(f"{overall(real.scored, k):.1f}" for k in KS)
+    row = f"| {POSTGRES_ROW} | {cells} | {len(real.errors)} |"
+    print(row)
+    body = sections().get(SECTION, "")
+    if not write or not body:
+        return
+    found = STAMP.search(body)
+    embedded = found["stamp"] if found else "earlier"
+    lines = [line for line in body.splitlines() if not line.startswith(("## ", "_Measured"))]
+    lines = [line for line in lines if not line.startswith(f"| {POSTGRES_ROW}")]
+    lines = [line for line in lines if not line.startswith("The PostgreSQL row")]
+    last = max(n for n, line in enumerate(lines) if line.startswith("| "))
+    lines.insert(last + 1, row)
+    lines += [
+        "",
+        f"The PostgreSQL row (`python -m bench locomo_store --postgres`, run alone: "
+        f"{time.perf_counter() - started:.0f} s) is this section's measurement date; the "
+        f"embedded rows above it are as measured {embedded}, not run again.",
+    ]
+    write_section(SECTION, "\n".join(lines).strip())
 
 
 def main(argv: Sequence[str] = ()) -> None:
@@ -69,6 +114,9 @@ def main(argv: Sequence[str] = ()) -> None:
     if "--data" in args:
         path = benchdata(args[args.index("--data") + 1]) / "locomo" / "locomo10.json"
     conversations, _ = load(path)
+    if "--postgres" in args:
+        from_postgres(conversations, write="--no-write" not in args, started=time.perf_counter())
+        return
     from_store(conversations, write="--no-write" not in args, started=time.perf_counter())
 
 

@@ -37,7 +37,7 @@ from chanctx.bot.slack.media_blocks import FetchedMedia, MediaFailure
 from chanctx.bot.slack.slack_api import SlackFetcher
 from chanctx.bot.stores.pane_threads.local import LocalPaneThreads
 from chanctx.cache import MediaContentCache, RateLimiter, ThreadReplyCache
-from chanctx.cache.channel_store import SqliteChannelStore
+from chanctx.cache.channel_store import PostgresChannelStore, SqliteChannelStore
 from chanctx.context import FileRef, default_counter
 from chanctx.context.playbook import Similarity
 from chanctx.manifest_store import (
@@ -104,13 +104,15 @@ class OfflineBot:
         workspace: tuple[FakeSlackAPI, str, str, ReplayClock] | None = None,
         before: Sequence[Callable[..., Any]] = (),
         channel_store: bool = False,
+        database: tuple[str, str] | None = None,
     ) -> None:
         """``claude=True`` answers with a real Claude session against the fake Anthropic API
         (the ``cassette``'s responses, then the offline model); sessions live in ``data_dir``.
         ``workspace``: one team of a multi-workspace replay (its fake, the shared Web API URL,
         its bot token, the shared clock) instead of a fake of its own. ``channel_store``:
         events go through a channel store in ``data_dir`` (a temporary one if none), as in
-        ``chanctx run``."""
+        ``chanctx run``; ``database``: (url, schema) of a PostgreSQL store instead, as with
+        ``--database-url``."""
         self._owns_slack = workspace is None
         if workspace is None:
             self.clock = ReplayClock(start_time)
@@ -136,7 +138,11 @@ class OfflineBot:
                 self.data_dir = Path(self._tmp.name)
             assert self.data_dir is not None
             # NORMAL, not FULL: a replay can simply be run again, so it skips the fsyncs.
-            self.channels = OpenStore(SqliteChannelStore(self.data_dir, synchronous="NORMAL"))
+            self.channels = OpenStore(
+                SqliteChannelStore(self.data_dir, synchronous="NORMAL")
+                if database is None
+                else PostgresChannelStore(database[0], schema=database[1], erase_interval=None)
+            )
         self.engine = ContextEngine(
             me=self.me,
             settings=settings or ContextSettings(),

@@ -37,6 +37,7 @@ from chanctx.cache.channel_store._records import (
     WriteResult,
 )
 from chanctx.cache.channel_store._rows import (
+    MessageRow,
     document,
     message_from_row,
     row_from_message,
@@ -45,7 +46,7 @@ from chanctx.cache.channel_store._rules import edited, posted_over, reacted_row,
 from chanctx.context import Message
 from psycopg.rows import TupleRow
 
-__all__ = ["PgApplier"]
+__all__ = ["PgApplier", "PgRow"]
 
 Conn = psycopg.Connection[TupleRow]
 _COLUMNS = "ts, thread_ts, user_id, text, reply_count, flags, more, version, deleted"
@@ -76,7 +77,7 @@ _FROM_INCOMING = (
 
 
 @dataclass(slots=True)
-class _Row:
+class PgRow:
     ts: str
     thread_ts: str | None
     user_id: str
@@ -107,7 +108,7 @@ class PgApplier:
         self.conn = conn
         self.horizon = horizon  # ts keys below it are older than the retention period
         self._channels: dict[tuple[str, str], tuple[int, int | None]] = {}
-        self._rows: dict[tuple[int, int], _Row | None] = {}
+        self._rows: dict[tuple[int, int], PgRow | None] = {}
         # Row writes not sent yet: sent together (executemany) before any other statement
         # and at the end of the batch, a few round trips for thousands of rows.
         self._pending: dict[tuple[int, int], tuple[object, ...]] = {}
@@ -138,6 +139,29 @@ class PgApplier:
         self.flush()
         return self.conn.execute(query.encode(), args)
 
+    def load(self, chan: int, keys: Sequence[int]) -> dict[int, PgRow]:
+        """The stored rows among ``keys`` of the channel, by key, in one query (remembered
+        for the batch's per-event rule)."""
+        if not keys:
+            return {}
+        rows = self._sql(
+            f"SELECT ts_key, {_COLUMNS} FROM messages WHERE chan = %s AND ts_key = ANY(%s)",
+            (chan, sorted(keys)),
+        ).fetchall()
+        found = {int(row[0]): PgRow(*row[1:]) for row in rows}
+        for key in keys:
+            self._rows[(chan, key)] = found.get(key)
+        return found
+
+    def queue_row(self, chan: int, row: MessageRow, doc: str) -> None:
+        """Send a new live row (``doc``: its full-text document) with the batch's writes."""
+        key = row[0]
+        self._pending.pop((chan, key), None)
+        self._pending[(chan, key)] = (chan, *row[:10], False, False, doc)
+        self._rows[(chan, key)] = PgRow(
+            row[1], row[3], row[4], row[5], row[6], row[7], row[8], row[9], False
+        )
+
     def prefetch(self, events: Sequence[StoreEvent]) -> None:
         """Read the stored rows every post of the batch touches (one query a channel)."""
         wanted: dict[tuple[str, str], set[int]] = {}
@@ -154,7 +178,7 @@ class PgApplier:
             for key in keys:
                 self._rows[(chan, key)] = None
             for found in rows:
-                self._rows[(chan, int(found[0]))] = _Row(*found[1:])
+                self._rows[(chan, int(found[0]))] = PgRow(*found[1:])
 
     def apply(self, event: StoreEvent, result: WriteResult) -> None:
         match event:
@@ -216,13 +240,13 @@ class PgApplier:
         found = self._channels[(team, channel)] = (int(row[0]), through)
         return found
 
-    def _row(self, chan: int, key: int) -> _Row | None:
+    def _row(self, chan: int, key: int) -> PgRow | None:
         if (chan, key) in self._rows:
             return self._rows[(chan, key)]
         found = self._sql(
             f"SELECT {_COLUMNS} FROM messages WHERE chan = %s AND ts_key = %s", (chan, key)
         ).fetchone()
-        row = self._rows[(chan, key)] = None if found is None else _Row(*found)
+        row = self._rows[(chan, key)] = None if found is None else PgRow(*found)
         return row
 
     def _write(self, chan: int, message: Message) -> None:
@@ -235,7 +259,7 @@ class PgApplier:
             chan, key, ts, thread_key, thread_ts, user, text, replies, flags, more, version,
             bool(deleted), bool(deleted), document(text, more),
         )  # fmt: skip
-        self._rows[(chan, key)] = _Row(
+        self._rows[(chan, key)] = PgRow(
             ts, thread_ts, user, text, replies, flags, more, version, bool(deleted)
         )
 
@@ -362,7 +386,7 @@ class PgApplier:
             (event.team, needle),
         ).fetchall()
         for channel, chan, _key, *columns in carriers:
-            old = _Row(*columns)
+            old = PgRow(*columns)
             before = old.message(str(channel))
             kept = tuple(f for f in before.files if f.artifact_id != event.file_id)
             if kept != before.files:

@@ -3,17 +3,11 @@
 A read sees the last committed state and never waits for a writer (MVCC). Channel ids are
 cached once found: an id never changes (forgetting a channel keeps its row).
 
-Search candidates come from the ``doc`` tsvector and its GIN index: each term becomes a phrase
-query of its words (``phraseto_tsquery``, so "checkout-api" finds the two words side by side and
-no term can inject query syntax), the terms are OR-ed, and the matches of the channel are
-ordered by a BM25-like score: each phrase's ``ts_rank`` with length normalisation (rank over
-1 + log length) weighted by the phrase's inverse document frequency in the channel, summed.
-``ts_rank`` alone has no IDF: a common word of the intent would weigh as much as a rare one.
+Search candidates are ``_pg_search``'s.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -21,7 +15,7 @@ from typing import Any
 import psycopg
 from chanctx.cache import ts_key
 from chanctx.cache.channel_store._pg_errors import translated
-from chanctx.cache.channel_store._pg_schema import TS_CONFIG
+from chanctx.cache.channel_store._pg_search import PgSearch
 from chanctx.cache.channel_store._records import (
     BackfillCursor,
     Candidate,
@@ -38,10 +32,6 @@ __all__ = ["PgReads"]
 
 _SELECT = "SELECT ts, thread_ts, user_id, text, reply_count, flags, more FROM messages"
 _TIMELINE = "(thread_key IS NULL OR thread_key = ts_key OR flags & 16 != 0)"
-# Counting stops here: a phrase in more messages than this is common (IDF near 0), and a
-# channel larger than this is large (IDF differences between phrases stay).
-_DF_CAP = 20_000
-_N_CAP = 200_000
 _TABLES = ("channels", "users", "messages", "pins", "files", "cursors")
 
 
@@ -54,6 +44,7 @@ class PgReads:
 
     def __init__(self) -> None:
         self._chan_ids: dict[tuple[str, str], int] = {}
+        self._search = PgSearch(self._query)
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[TupleRow]:
         try:
@@ -163,44 +154,15 @@ class PgReads:
     def search_candidates(
         self, team: str, channel: str, terms: Sequence[str], limit: int
     ) -> list[Candidate]:
-        """The best ``limit`` messages for any of ``terms`` by ``ts_rank``, best first.
+        """The best ``limit`` messages for any of ``terms``, best first (``_pg_search``).
 
         Candidates for the ranking, not the ranking: the caller scores them with every signal
         it has (threads, neighbours, dates, people).
         """
         chan = self._chan(team, channel)
-        phrases = list(dict.fromkeys(t for t in terms if any(c.isalnum() for c in t)))
-        if chan is None or not phrases or limit <= 0:
+        if chan is None:
             return []
-        weights = self._idf(chan, phrases)
-        terms_q = [f"phraseto_tsquery('{TS_CONFIG}', %s)" for _ in phrases]
-        score = " + ".join(f"%s * ts_rank(m.doc, {q}, 1)" for q in terms_q)
-        args: list[Any] = [
-            a for phrase, w in zip(phrases, weights, strict=True) for a in (w, phrase)
-        ]
-        rows = self._query(
-            f"SELECT m.ts, {score} AS score FROM messages m "
-            f"WHERE m.chan = %s AND m.doc @@ ({' || '.join(terms_q)}) "
-            f"ORDER BY score DESC, m.ts_key DESC LIMIT {int(limit)}",
-            (*args, chan, *phrases),
-        )
-        return [Candidate(str(ts), float(score)) for ts, score in rows]
-
-    def _idf(self, chan: int, phrases: list[str]) -> list[float]:
-        """BM25's inverse document frequency of each phrase in the channel, counted up to
-        :data:`_DF_CAP` matches (past it a phrase is common: its weight is near 0 anyway)."""
-        counts = ", ".join(
-            f"(SELECT count(*) FROM (SELECT 1 FROM messages WHERE chan = %s AND doc @@ "
-            f"phraseto_tsquery('{TS_CONFIG}', %s) LIMIT {_DF_CAP}) s)"
-            for _ in phrases
-        )
-        row = self._query(
-            f"SELECT (SELECT count(*) FROM (SELECT 1 FROM messages WHERE chan = %s "
-            f"LIMIT {_N_CAP}) n), {counts}",
-            (chan, *[a for phrase in phrases for a in (chan, phrase)]),
-        )[0]
-        total = max(int(row[0]), 1)
-        return [math.log(1 + (total - int(df) + 0.5) / (int(df) + 0.5)) for df in row[1:]]
+        return self._search.candidates(chan, terms, limit)
 
     # -- names, pins, files, cursors ----------------------------------------------------------
 

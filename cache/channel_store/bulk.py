@@ -11,7 +11,8 @@ tombstone, a key twice in the batch) goes through the same per-event rule as ``w
 
 Rows are built without a pydantic model: :func:`message_row` takes values the caller has
 already checked (the import checks Slack's shapes itself and leaves anything unusual to live
-intake's models). On a store other than SQLite, ``post_rows`` is ``write`` of the same events.
+intake's models). On PostgreSQL it is the store's own bulk path (one COPY a batch); on any other
+store, ``write`` of the same events.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from chanctx.cache.channel_store._rows import (
     more_json,
     row_from_message,
 )
+from chanctx.cache.channel_store.postgres import PostgresChannelStore
 from chanctx.cache.channel_store.sqlite import SqliteChannelStore
 from chanctx.context import FileRef, Message
 
@@ -136,6 +138,8 @@ def post_rows(
         return WriteResult()
     if isinstance(store, SqliteChannelStore):
         return store.transact(lambda applier, result: _post(applier, team, channel, rows, result))
+    if isinstance(store, PostgresChannelStore):
+        return store.post_rows(team, channel, rows)
     return store.write([MessagePosted(team, row_message(channel, row)) for row in rows])
 
 

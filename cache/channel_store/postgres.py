@@ -31,6 +31,7 @@ from contextlib import contextmanager
 import psycopg
 from chanctx.cache import ts_key
 from chanctx.cache.channel_store._pg_apply import PgApplier
+from chanctx.cache.channel_store._pg_bulk import post_bulk
 from chanctx.cache.channel_store._pg_errors import StoreUnavailable, translated
 from chanctx.cache.channel_store._pg_reads import PgReads
 from chanctx.cache.channel_store._pg_schema import TABLES, prepare_schema
@@ -38,6 +39,7 @@ from chanctx.cache.channel_store._records import (
     StoreEvent,
     WriteResult,
 )
+from chanctx.cache.channel_store._rows import MessageRow
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
@@ -160,6 +162,24 @@ class PostgresChannelStore(PgReads):
             and self._clock() - self._last_erase >= self._erase_interval
         ):
             self._erase_after_commit()
+        return result
+
+    def post_rows(self, team: str, channel: str, rows: Sequence[MessageRow]) -> WriteResult:
+        """``write`` of the posts ``rows`` hold (``bulk.message_row`` and kin), in one
+        transaction: the rows the store lacks go in with one COPY (``_pg_bulk``)."""
+        result = WriteResult()
+        if not rows:
+            return result
+        try:
+            with self._connection() as conn, conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_TEAM_LOCKS, team))
+                applier = PgApplier(conn, self._horizon())
+                post_bulk(applier, team, channel, rows, result)
+                applier.flush()
+                if result.erased:
+                    conn.execute("UPDATE schema_version SET erase_pending = true")
+        except psycopg.Error as error:
+            raise translated(error, self.where) from None
         return result
 
     def _erase_after_commit(self) -> None:

@@ -1,0 +1,87 @@
+"""``search_candidates`` on PostgreSQL in a channel larger than the sample its frequencies are
+estimated on (``_pg_search``): a rare term is found wherever it is, common terms are found
+together through their pair before the newest messages holding one of them, and a term of stop
+words only is no term."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from chanctx.cache.channel_store import PostgresChannelStore, plain_message_row, post_rows
+from chanctx.cache.channel_store._pg_search import DRIVE, SAMPLE
+
+from tests.support.postgres_server import PostgresServer, pg_schema, postgres
+
+__all__ = ["pg_schema", "postgres"]
+
+T, C = "T1", "C1"
+SIZE = 12_000
+RARE_AT = (5, SIZE - 10)  # one far older than the sample, one inside it
+
+
+def ts(n: int) -> str:
+    return f"{1_700_000_000 + n}.000100"
+
+
+def text(n: int) -> str:
+    """Every message says "deploy"; "alpha" every 2nd, "beta" every 2nd the other way or
+    every 3rd (both: every 6th), "zebra" twice."""
+    words = ["deploy", f"note{n}"]
+    if n % 2 == 0:
+        words.append("alpha")
+    if n % 2 == 1 or n % 3 == 0:
+        words.append("beta")
+    if n in RARE_AT:
+        words.append("zebra")
+    return " ".join(words)
+
+
+@pytest.fixture(scope="module")
+def store(postgres: PostgresServer) -> Iterator[PostgresChannelStore]:
+    schema = "t_search_candidates"
+    with postgres.admin() as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    opened = PostgresChannelStore(postgres.url, schema=schema, pool_size=2)
+    for start in range(0, SIZE, 4_000):
+        rows = [plain_message_row(ts(n), "U1", text(n)) for n in range(start, start + 4_000)]
+        post_rows(opened, T, C, rows)
+    yield opened
+    opened.close()
+    with postgres.admin() as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_the_channel_is_larger_than_the_sample_and_its_common_terms_than_a_search_reads() -> None:
+    assert SIZE > SAMPLE and SIZE // 2 > DRIVE and SIZE // 6 < DRIVE
+
+
+def test_a_rare_term_is_found_however_old_and_ranks_above_a_common_one(
+    store: PostgresChannelStore,
+) -> None:
+    found = store.search_candidates(T, C, ["deploy", "zebra"], 5)
+    assert [c.ts for c in found[:2]] == [ts(RARE_AT[1]), ts(RARE_AT[0])]
+    assert len(found) == 5  # then the newest messages holding the common term
+    assert found[0].score > found[2].score > 0
+    assert all(c.ts not in {ts(n) for n in RARE_AT} for c in found[2:])
+
+
+def test_two_common_terms_find_the_messages_holding_both_first(
+    store: PostgresChannelStore,
+) -> None:
+    found = store.search_candidates(T, C, ["alpha", "beta"], 300)
+    assert len(found) == 300
+    both = {ts(n) for n in range(SIZE) if n % 6 == 0}
+    assert all(c.ts in both for c in found)
+    newest_both = sorted((n for n in range(SIZE) if n % 6 == 0), reverse=True)[:300]
+    assert [c.ts for c in found] == [ts(n) for n in newest_both]  # equal scores: newer first
+
+
+def test_a_term_of_stop_words_only_is_no_term(store: PostgresChannelStore) -> None:
+    assert store.search_candidates(T, C, ["the", "a"], 5) == []
+    assert [c.ts for c in store.search_candidates(T, C, ["the", "zebra"], 5)] == [
+        ts(RARE_AT[1]),
+        ts(RARE_AT[0]),
+    ]
+    assert store.search_candidates(T, "C9", ["zebra"], 5) == []
+    assert store.search_candidates(T, C, ["zebra"], 0) == []
