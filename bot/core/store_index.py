@@ -33,13 +33,17 @@ from chanctx.cache import message_bytes, ts_key
 from chanctx.context import Message, Names
 from chanctx.tools import ChannelIndex, SearchScope, keywords
 
-__all__ = ["CANDIDATES", "PAGE", "StoreIndexes"]
+__all__ = ["BUILD_WAIT", "CANDIDATES", "PAGE", "StoreIndexes"]
 
 logger = logging.getLogger("chanctx.store_index")
 _TELL_BUILDS_FROM = 1.0  # seconds: a build this long is logged at INFO, a shorter one at DEBUG
 
 PAGE = 5_000  # messages read from the store at a time, newest first
 CANDIDATES = 500  # FTS5 matches asked for when a channel's older part is not indexed
+# Seconds a search waits for its channel's build before ranking the interim index: a small
+# channel's build ends within it (then the search ranks the whole index), a large one's takes
+# minutes, and the interim already covers everything stored, so waiting longer buys little.
+BUILD_WAIT = 2.0
 _NS = 10**9  # ts keys count nanoseconds
 
 
@@ -93,6 +97,7 @@ class StoreIndexes:
         names: Callable[[], Names],
         cached: Callable[[], int] = lambda: 0,
         candidates: int = CANDIDATES,
+        build_wait: float = BUILD_WAIT,
     ) -> None:
         self._record = record
         self.max_bytes = max_bytes
@@ -100,6 +105,7 @@ class StoreIndexes:
         self._names = names
         self._cached = cached
         self._candidates = candidates
+        self._build_wait = build_wait
         self._entries: OrderedDict[str, _Entry] = OrderedDict()  # least recently searched first
         self._interim: dict[str, _Interim] = {}
         self._lock = threading.Lock()
@@ -150,10 +156,11 @@ class StoreIndexes:
         wait: float,
     ) -> SearchScope:
         """What a search of ``channel`` ranks: its index built from the store, once that is
-        ready within ``wait`` seconds; else the interim index (the held history plus what the
-        store's full-text index matches for the intent)."""
+        ready within ``wait`` seconds (at most the build wait); else the interim index (the held
+        history plus what the store's full-text index matches for the intent)."""
         entry = self._entry(channel)
-        ready = entry.done.wait(max(wait, 0.0))
+        wait = max(min(wait, self._build_wait), 0.0)
+        ready = entry.done.wait(wait)
         if ready and entry.failed is None:
             with self._lock:
                 self._interim.pop(channel, None)
