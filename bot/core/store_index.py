@@ -262,7 +262,7 @@ class StoreIndexes:
         oldest first."""
         store, team = self._record.store, self._record.team
         taken: list[Message] = []
-        budget = max(self.max_bytes - self._cached(), self.max_bytes // 4)
+        budget = self._room(channel)
         size = 0
         latest: str | None = None
         while True:
@@ -270,6 +270,12 @@ class StoreIndexes:
             fresh = page if latest is None else [m for m in page if m.ts != latest]
             for message in reversed(fresh):
                 cost = message_bytes(message)
+                while (
+                    size + cost > budget
+                    and size + cost <= self.max_bytes - self._cached()  # dropping can help
+                    and self._drop_one(keep=channel)
+                ):
+                    budget = self._room(channel)  # a less recently searched index made room
                 if size + cost > budget and taken:
                     entry.oldest = ts_key(taken[-1].ts)
                     taken.reverse()
@@ -337,6 +343,23 @@ class StoreIndexes:
             "stored ones the channel store's full-text index matches",
             channel, why, len(held), len(interim.chosen),
         )  # fmt: skip
+
+    def _room(self, channel: str) -> int:
+        """Bytes ``channel``'s build may take: the budget less the history's bytes and the
+        other indexes' (at least a quarter of it, so a full history leaves a build something)."""
+        with self._lock:
+            others = sum(e.bytes() for c, e in self._entries.items() if c != channel)
+        return max(self.max_bytes - self._cached() - others, self.max_bytes // 4)
+
+    def _drop_one(self, *, keep: str) -> bool:
+        """Drop the least recently searched ready index other than ``keep``'s; False if none."""
+        with self._lock:
+            for channel, entry in self._entries.items():
+                if channel != keep and entry.done.is_set() and entry.bytes():
+                    del self._entries[channel]
+                    logger.info("channel %s: index dropped to stay within --history-mb", channel)
+                    return True
+        return False
 
     def _fit(self, *, keep: str) -> None:
         """Drop the least recently searched indexes (never ``keep``'s, nor one being built)
