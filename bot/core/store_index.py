@@ -33,7 +33,7 @@ from chanctx.cache import message_bytes, ts_key
 from chanctx.context import Message, Names
 from chanctx.tools import ChannelIndex, SearchScope, keywords
 
-__all__ = ["BUILD_WAIT", "CANDIDATES", "PAGE", "StoreIndexes"]
+__all__ = ["BUILD_WAIT", "CANDIDATES", "INTERIM_HELD", "PAGE", "StoreIndexes"]
 
 logger = logging.getLogger("chanctx.store_index")
 _TELL_BUILDS_FROM = 1.0  # seconds: a build this long is logged at INFO, a shorter one at DEBUG
@@ -43,7 +43,11 @@ CANDIDATES = 500  # FTS5 matches asked for when a channel's older part is not in
 # Seconds a search waits for its channel's build before ranking the interim index: a small
 # channel's build ends within it (then the search ranks the whole index), a large one's takes
 # minutes, and the interim already covers everything stored, so waiting longer buys little.
-BUILD_WAIT = 2.0
+BUILD_WAIT = 1.0
+# The newest held messages an interim index takes (beside FTS5's matches over the whole
+# channel, which cover the rest of the history too): indexing all 5,000 a channel's history
+# may hold was most of a first answer's time.
+INTERIM_HELD = 1_000
 _NS = 10**9  # ts keys count nanoseconds
 
 
@@ -170,7 +174,7 @@ class StoreIndexes:
                 held=frozenset(held),
                 extend=lambda intent: self._extend(channel, entry, intent),
             )
-        held_now = self._held(channel)
+        held_now = self._held(channel)[-INTERIM_HELD:]
         with self._lock:
             interim = self._interim.get(channel)
             if interim is None:
