@@ -259,6 +259,8 @@ class StoreIndexes:
             logger.warning("channel %s: index build failed: %s", channel, entry.failed)
         finally:
             entry.done.set()
+            with self._lock:  # searches rank the built index from now on
+                self._interim.pop(channel, None)
         self._fit(keep=channel)
 
     def _newest_that_fit(self, channel: str, entry: _Entry) -> list[Message]:
@@ -328,10 +330,12 @@ class StoreIndexes:
             found = store.search_candidates(team, channel, words, self._candidates)
             keys = [k for k in (ts_key(c.ts) for c in found) if k not in held_keys]
             missing = [k for k in keys if k not in interim.stored]
-            if len(interim.stored) + len(missing) > 4 * self._candidates:
-                interim.stored = {k: interim.stored[k] for k in keys if k in interim.stored}
+            stored = interim.stored  # reload() may pop from it meanwhile: .get, never [k]
+            if len(stored) + len(missing) > 4 * self._candidates:
+                stored = {k: m for k in keys if (m := stored.get(k)) is not None}
             for message in store.get_many(team, channel, [_ts_of(k) for k in missing]):
-                interim.stored[ts_key(message.ts)] = message
+                stored[ts_key(message.ts)] = message
+            interim.stored = stored
         except Exception as error:  # the store failed too: the held history is all there is
             logger.warning(
                 "channel %s: %s, and the channel store's full-text index failed (%s: %s); this "
@@ -340,7 +344,7 @@ class StoreIndexes:
             )  # fmt: skip
             interim.chosen = []
             return
-        chosen = [interim.stored[k] for k in keys if k in interim.stored]
+        chosen = [m for k in keys if (m := stored.get(k)) is not None]
         interim.chosen = [m for m in chosen if not m.deleted]
         logger.info(
             "channel %s: %s; this search ranks the %d messages held in memory and the %d "
