@@ -35,6 +35,7 @@ import math
 import struct
 import sys
 from array import array
+from collections import Counter
 from collections.abc import Sequence
 from typing import Union
 
@@ -116,42 +117,58 @@ class BM25Index:
             self._grow(max(slot + 1, len(self._lengths) + len(self._lengths) // 4 + 16))
         if not 0 <= slot < MAX_SLOTS:
             raise ValueError(f"slot {slot} is out of range (0 to {MAX_SLOTS - 1})")
-        counts: dict[str, int] = {}
-        for token in tokens:
-            counts[token] = counts.get(token, 0) + 1
+        counts = Counter(tokens)
         self._doc_start[slot] = len(self._doc_terms)
         self._doc_count[slot] = len(counts)
         all_postings = self._postings
         intern = sys.intern
+        pack = _CODE.pack
+        base = slot << _SHIFT
+        # Document frequencies that moved (df -> how many terms left it): applied once after
+        # the loop, each term having gone from df to df + 1.
+        moved: dict[int, int] = {}
+        terms = self._doc_terms
         for token, tf in counts.items():
             # The vocabulary's own string, also for a known term: the tokeniser's cache misses
             # give every occurrence of a rarer word a string of its own, which the term list
             # would otherwise keep.
             term = intern(token)
             postings = all_postings.get(term)
-            code = _code(slot, tf)
             if tf >= _TF_MASK:
                 self._big_tf[(term, slot)] = tf
+                code = base | _TF_MASK
+            else:
+                code = base | tf
             if postings is None:
                 all_postings[term] = slot if tf == 1 else -code
-                self._move_df(0, +1)
+                df = 0
             elif isinstance(postings, int):
-                first = -postings if postings < 0 else _code(postings, 1)
-                all_postings[term] = _CODE.pack(first) + _CODE.pack(code)
-                self._move_df(1, +1)
+                first = -postings if postings < 0 else postings << _SHIFT | 1
+                all_postings[term] = pack(first) + pack(code)
+                df = 1
             elif isinstance(postings, bytes):
                 df = len(postings) // 4
                 if df < _SMALL:
-                    all_postings[term] = postings + _CODE.pack(code)
+                    all_postings[term] = postings + pack(code)
                 else:
                     grown = array("I", postings)
                     grown.append(code)
                     all_postings[term] = grown
-                self._move_df(df, +1)
             else:
-                self._move_df(len(postings), +1)
+                df = len(postings)
                 postings.append(code)
-            self._doc_terms.append(term)
+            moved[df] = moved.get(df, 0) + 1
+            terms.append(term)
+        df_counts = self._df_counts
+        for df, many in moved.items():
+            if df:
+                left = df_counts[df] - many
+                if left:
+                    df_counts[df] = left
+                else:
+                    del df_counts[df]
+        for df, many in moved.items():
+            df_counts[df + 1] = df_counts.get(df + 1, 0) + many
         self._lengths[slot] = len(tokens)
         self._total_length += len(tokens)
         self._docs += 1

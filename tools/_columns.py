@@ -14,7 +14,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["NONE", "Bools", "Floats", "Ints", "Ints32", "Rows", "SortedKeys", "Threads"]
+__all__ = [
+    "NONE",
+    "Bools",
+    "Floats",
+    "Ints",
+    "Ints32",
+    "Rows",
+    "SortedKeys",
+    "Threads",
+    "link_streams",
+]
 
 NONE = -1  # no slot, no thread, no author: what a free cell and the sentinel hold
 
@@ -173,3 +183,30 @@ class Threads:
     def clear(self, tid: int) -> None:
         self.root[tid], self.count[tid], self.last[tid] = NONE, 0.0, 0.0
         self.tail[tid], self.known[tid] = NONE, 0
+
+
+def link_streams(rows: Rows, threads: Threads, capacity: int) -> int:
+    """Link every live message to its neighbours in its stream (the channel's top-level
+    messages; each thread's replies) in key order, set each thread's tail and point each
+    reply at its root's slot; returns the channel stream's tail (NONE when it is empty).
+    One sort, instead of a pass over the whole index for each message linked out of order."""
+    live = np.flatnonzero(rows.live[:capacity])
+    stream = np.where(rows.reply[live], rows.tid[live].astype(np.int64), -1)
+    order = np.lexsort((rows.key[live], stream))
+    slots, stream = live[order].astype(np.int32), stream[order]
+    same = stream[1:] == stream[:-1]  # a slot and the next one share a stream
+    prev = np.full(len(slots), NONE, dtype=np.int32)
+    after = np.full(len(slots), NONE, dtype=np.int32)
+    prev[1:][same] = slots[:-1][same]
+    after[:-1][same] = slots[1:][same]
+    rows.prev[slots], rows.next[slots] = prev, after
+    last = np.ones(len(slots), dtype=np.bool_)
+    last[:-1] = ~same
+    tails, tail_streams = slots[last], stream[last]
+    threads.tail[:] = NONE
+    in_thread = tail_streams >= 0
+    threads.tail[tail_streams[in_thread]] = tails[in_thread]
+    replies = slots[stream >= 0]
+    rows.root[replies] = threads.root[rows.tid[replies]]
+    top = tails[~in_thread]
+    return int(top[0]) if len(top) else NONE

@@ -36,7 +36,7 @@ from chanctx.cache import ts_key
 from chanctx.context import Message, Names
 from chanctx.context.render import author_of, text_of
 from chanctx.tools._bm25 import BM25Index
-from chanctx.tools._columns import NONE, Rows, Threads
+from chanctx.tools._columns import NONE, Rows, Threads, link_streams
 from chanctx.tools._keywords import Stemmer, terms
 
 __all__ = ["STATES_CAUSE", "ChannelIndex", "ThreadStats", "document_terms"]
@@ -45,7 +45,7 @@ STATES_CAUSE = re.compile(
     r"\b(because|caused|root cause|due to|found it|turns out|the (issue|problem|culprit) "
     r"(is|was)|broke|broken by|regression)\b"
 )
-_CHANNEL_STREAM = -1  # the stream of top-level messages; a thread's stream is its root key
+_BULK_LINK = 32  # out-of-order messages in one refresh from which they are linked in one pass
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,8 @@ class ChannelIndex:
         self._free: list[int] = []
         self.rows = Rows()
         self._top = NONE  # the newest top-level message's slot (the channel stream's tail)
+        self._deferred = False  # within a refresh whose links are rebuilt at its end
+        self._touched: set[int] = set()  # threads a deferred message joined
 
         self._authors: dict[tuple[str, str | None], int] = {}
         self._author_messages: list[Message] = []  # one message per author code
@@ -204,15 +206,27 @@ class ChannelIndex:
             self._pending[key] = message
 
     def refresh(self, names: Names) -> int:
-        """Apply the queued changes (oldest key first); returns how many there were."""
+        """Apply the queued changes (oldest key first); returns how many there were.
+
+        Many messages older than the newest indexed one (a search pulling in older matches,
+        a backfill) are linked into their conversations in one sorted pass afterwards, not
+        each by a pass over the whole index.
+        """
         with self._pending_lock:
             pending, self._pending = self._pending, {}
-        for key in sorted(pending):
-            message = pending[key]
-            if message is None or message.deleted or message.channel != self.channel:
-                self._remove_key(key)
-            else:
-                self.upsert(message, names, key=key)
+        newest = int(self.rows.key[self._top]) if self._top != NONE else -1
+        self._deferred = sum(1 for key in pending if key < newest) >= _BULK_LINK
+        try:
+            for key in sorted(pending):
+                message = pending[key]
+                if message is None or message.deleted or message.channel != self.channel:
+                    self._remove_key(key)
+                else:
+                    self.upsert(message, names, key=key)
+        finally:
+            if self._deferred:
+                self._deferred = False
+                self._relink()
         return len(pending)
 
     def sync(self, messages: Sequence[Message], names: Names) -> None:
@@ -289,6 +303,10 @@ class ChannelIndex:
         rows.reply[slot] = message.is_reply
         rows.live[slot] = True
         tid = self._join_thread(slot, key, message)
+        if self._deferred:  # linked, and its thread counted again, by _relink
+            if tid != NONE:
+                self._touched.add(tid)
+            return
         self._link(slot, key)
         if tid != NONE:
             self._restat(tid)
@@ -383,6 +401,14 @@ class ChannelIndex:
             rows.prev[next_slot] = prev_slot
         elif self._tail(slot) == slot:
             self._set_tail(slot, prev_slot)
+
+    def _relink(self) -> None:
+        """What one :meth:`_link` a message would give, for every message at once."""
+        self._top = link_streams(self.rows, self.threads, self.capacity)
+        touched, self._touched = self._touched, set()
+        for tid in touched:
+            if self._tid_of.get(self._thread_keys[tid]) == tid:  # not freed meanwhile
+                self._restat(tid)
 
     def _replies(self, tid: int) -> list[int]:
         """The slots of thread ``tid``'s indexed replies, oldest first."""

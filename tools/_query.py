@@ -68,12 +68,37 @@ class QueryResult:
     timed_out: bool
 
 
-@dataclass(frozen=True)
 class _Block:
-    block_id: str
-    block_type: str
-    source: str
-    text: str
+    """A candidate block. A channel block's text (its messages, one line each) is rendered on
+    first use: packing stops at the first block that does not fit, so most of the fifty
+    candidates are never rendered (rendering was most of a served query's time)."""
+
+    __slots__ = ("_messages", "_names", "_text", "block_id", "block_type", "source")
+
+    def __init__(
+        self,
+        block_id: str,
+        block_type: str,
+        source: str,
+        text: str | None = None,
+        *,
+        messages: Sequence[Message] = (),
+        names: Names | None = None,
+    ) -> None:
+        self.block_id = block_id
+        self.block_type = block_type
+        self.source = source
+        self._text = text
+        self._messages = messages
+        self._names = names
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            names = self._names if self._names is not None else Names()
+            self._text = "\n".join(_line(m, names) for m in self._messages)
+            self._messages = ()
+        return self._text
 
 
 @dataclass(frozen=True)
@@ -144,18 +169,17 @@ def _blocks(
         relevance = round(hit.score / best, 4) if best > 0 else 0.0
         thread = get_thread(message.root_ts) if (message.is_reply or message.reply_count) else []
         if thread:
-            block = _Block(
-                f"thread:{message.channel}:{message.root_ts}", "thread",
-                f"{channel_label} thread {iso_from_ts(message.root_ts)}",
-                "\n".join(_line(m, names) for m in thread),
-            )  # fmt: skip
+            block_id = f"thread:{message.channel}:{message.root_ts}"
+            if block_id not in blocks:  # the thread's best hit decides its relevance
+                source = f"{channel_label} thread {iso_from_ts(message.root_ts)}"
+                block = _Block(block_id, "thread", source, messages=thread, names=names)
+                blocks[block_id] = (block, relevance)
         else:
-            block = _Block(
-                f"message:{message.channel}:{message.ts}", "message",
-                f"{channel_label} {iso_from_ts(message.ts)}", _line(message, names),
-            )  # fmt: skip
-        if block.block_id not in blocks:  # the thread's best hit decides its relevance
-            blocks[block.block_id] = (block, relevance)
+            block_id = f"message:{message.channel}:{message.ts}"
+            if block_id not in blocks:
+                source = f"{channel_label} {iso_from_ts(message.ts)}"
+                block = _Block(block_id, "message", source, messages=(message,), names=names)
+                blocks[block_id] = (block, relevance)
     return list(blocks.values())
 
 
@@ -260,29 +284,33 @@ def query_channel(
             yield Chunk(key=b.block_id, text=b.text, item=b, relevance=r, pinned=p)
 
     packing = pack(candidates(), budget=max(token_budget - frame, 0), cost=cost)
-    chunks = [
-        QueryChunk(
-            block_id=p.chunk.item.block_id,
-            block_type=p.chunk.item.block_type,
-            source=p.chunk.item.source,
-            text=p.text,
-            tokens=counter.count(p.text),
-            relevance=p.chunk.relevance,
-            pinned=p.chunk.pinned,
-            truncated=p.truncated,
-            original_tokens=counter.count(p.chunk.text),
+    chunks: list[QueryChunk] = []
+    for p in packing.included:
+        tokens = counter.count(p.text)
+        chunks.append(
+            QueryChunk(
+                block_id=p.chunk.item.block_id,
+                block_type=p.chunk.item.block_type,
+                source=p.chunk.item.source,
+                text=p.text,
+                tokens=tokens,
+                relevance=p.chunk.relevance,
+                pinned=p.chunk.pinned,
+                truncated=p.truncated,
+                original_tokens=counter.count(p.chunk.text) if p.truncated else tokens,
+            )
         )
-        for p in packing.included
-    ]
     rendered = render(chunks, fmt)
     # Summed fragments estimate the whole; the whole decides (drop the last block until it fits).
-    while chunks and counter.count(rendered) > token_budget:
+    total = counter.count(rendered)
+    while chunks and total > token_budget:
         chunks = chunks[:-1]
         rendered = render(chunks, fmt)
+        total = counter.count(rendered)
     return QueryResult(
         chunks=chunks,
         rendered=rendered,
-        total_tokens=counter.count(rendered),
+        total_tokens=total,
         truncated_count=sum(1 for c in chunks if c.truncated),
         timed_out=stopped,
     )

@@ -13,8 +13,9 @@ the budget is over.
 
 While a build runs, live writes are queued into the new index (the history feeds this object,
 :class:`IndexSink`), and a search waits for the build at most its wait budget (``--max-wait``);
-then it searches the messages the history holds, as before the store existed, and says so in
-the log.
+then it ranks an interim index: the messages the history holds plus the stored messages FTS5
+finds for the intent's keywords (the same two tiers a channel larger than the budget is served
+in), so the first answer after a start covers everything stored at any channel size.
 """
 
 from __future__ import annotations
@@ -32,13 +33,21 @@ from chanctx.cache import message_bytes, ts_key
 from chanctx.context import Message, Names
 from chanctx.tools import ChannelIndex, SearchScope, keywords
 
-__all__ = ["CANDIDATES", "PAGE", "StoreIndexes"]
+__all__ = ["BUILD_WAIT", "CANDIDATES", "INTERIM_HELD", "PAGE", "StoreIndexes"]
 
 logger = logging.getLogger("chanctx.store_index")
 _TELL_BUILDS_FROM = 1.0  # seconds: a build this long is logged at INFO, a shorter one at DEBUG
 
 PAGE = 5_000  # messages read from the store at a time, newest first
 CANDIDATES = 500  # FTS5 matches asked for when a channel's older part is not indexed
+# Seconds a search waits for its channel's build before ranking the interim index: a small
+# channel's build ends within it (then the search ranks the whole index), a large one's takes
+# minutes, and the interim already covers everything stored, so waiting longer buys little.
+BUILD_WAIT = 1.0
+# The newest held messages an interim index takes (beside FTS5's matches over the whole
+# channel, which cover the rest of the history too): indexing all 5,000 a channel's history
+# may hold was most of a first answer's time.
+INTERIM_HELD = 1_000
 _NS = 10**9  # ts keys count nanoseconds
 
 
@@ -64,6 +73,17 @@ class _Entry:
         return len(self.index) * self.per_message
 
 
+@dataclass
+class _Interim:
+    """What a channel's searches rank while its build runs: the held history plus, per search,
+    the stored messages FTS5 matches for the intent (kept by key, so a repeated match is the
+    same object and the index's diff leaves it in place)."""
+
+    index: ChannelIndex
+    stored: dict[int, Message] = field(default_factory=dict)
+    chosen: list[Message] = field(default_factory=list)
+
+
 class StoreIndexes:
     """The indexes of one workspace's channels, built from its channel store.
 
@@ -81,6 +101,7 @@ class StoreIndexes:
         names: Callable[[], Names],
         cached: Callable[[], int] = lambda: 0,
         candidates: int = CANDIDATES,
+        build_wait: float = BUILD_WAIT,
     ) -> None:
         self._record = record
         self.max_bytes = max_bytes
@@ -88,8 +109,9 @@ class StoreIndexes:
         self._names = names
         self._cached = cached
         self._candidates = candidates
+        self._build_wait = build_wait
         self._entries: OrderedDict[str, _Entry] = OrderedDict()  # least recently searched first
-        self._fallback: dict[str, ChannelIndex] = {}
+        self._interim: dict[str, _Interim] = {}
         self._lock = threading.Lock()
         # One build at a time, on one daemon thread (started with the first build): a build
         # never delays a shutdown, and the store gives that thread one reader connection.
@@ -117,12 +139,15 @@ class StoreIndexes:
             entry = self._entries.get(channel)
             if entry is not None:
                 entry.reload.add(ts_key(ts))
+            interim = self._interim.get(channel)
+            if interim is not None:  # its next match reads the store's copy
+                interim.stored.pop(ts_key(ts), None)
 
     def drop(self, channel: str) -> None:
         """The channel was erased (deleted, forgotten): its index goes."""
         with self._lock:
             self._entries.pop(channel, None)
-            self._fallback.pop(channel, None)
+            self._interim.pop(channel, None)
 
     # -- searching -------------------------------------------------------------------------------
 
@@ -135,35 +160,38 @@ class StoreIndexes:
         wait: float,
     ) -> SearchScope:
         """What a search of ``channel`` ranks: its index built from the store, once that is
-        ready within ``wait`` seconds; else the messages the history holds."""
+        ready within ``wait`` seconds (at most the build wait); else the interim index (the held
+        history plus what the store's full-text index matches for the intent)."""
         entry = self._entry(channel)
-        ready = entry.done.wait(max(wait, 0.0))
+        wait = max(min(wait, self._build_wait), 0.0)
+        ready = entry.done.wait(wait)
         if ready and entry.failed is None:
             with self._lock:
-                self._fallback.pop(channel, None)
+                self._interim.pop(channel, None)
             return SearchScope(
                 entry.index,
                 hidden=frozenset(hidden),
                 held=frozenset(held),
                 extend=lambda intent: self._extend(channel, entry, intent),
             )
-        held_now = self._held(channel)
-        if entry.failed is not None:
-            logger.warning(
-                "channel %s: no index from the channel store (%s); this search covers the %d "
-                "messages held in memory", channel, entry.failed, len(held_now),
-            )  # fmt: skip
-        else:
-            logger.info(
-                "channel %s: its index is still being built from the channel store (%d "
-                "messages read in %.1f s); after waiting %.1f s this search covers the %d "
-                "messages held in memory", channel, entry.read,
-                time.monotonic() - entry.started, wait, len(held_now),
-            )  # fmt: skip
+        held_now = self._held(channel)[-INTERIM_HELD:]
         with self._lock:
-            index = self._fallback.setdefault(channel, ChannelIndex(channel))
+            interim = self._interim.get(channel)
+            if interim is None:
+                interim = self._interim[channel] = _Interim(ChannelIndex(channel))
+        if entry.failed is not None:
+            why = f"no index from the channel store ({entry.failed})"
+        else:
+            why = (
+                f"its index is still being built from the channel store ({entry.read} messages "
+                f"read in {time.monotonic() - entry.started:.1f} s, waited {wait:.1f} s)"
+            )
         return SearchScope(
-            index, hidden=frozenset(hidden), held=frozenset(held), messages=lambda: held_now
+            interim.index,
+            hidden=frozenset(hidden),
+            held=frozenset(held),
+            messages=lambda: [*held_now, *interim.chosen],
+            extend=lambda intent: self._match(channel, interim, intent, held_now, why),
         )
 
     def indexed(self, channel: str) -> int:
@@ -231,6 +259,8 @@ class StoreIndexes:
             logger.warning("channel %s: index build failed: %s", channel, entry.failed)
         finally:
             entry.done.set()
+            with self._lock:  # searches rank the built index from now on
+                self._interim.pop(channel, None)
         self._fit(keep=channel)
 
     def _newest_that_fit(self, channel: str, entry: _Entry) -> list[Message]:
@@ -238,7 +268,7 @@ class StoreIndexes:
         oldest first."""
         store, team = self._record.store, self._record.team
         taken: list[Message] = []
-        budget = max(self.max_bytes - self._cached(), self.max_bytes // 4)
+        budget = self._room(channel)
         size = 0
         latest: str | None = None
         while True:
@@ -246,6 +276,12 @@ class StoreIndexes:
             fresh = page if latest is None else [m for m in page if m.ts != latest]
             for message in reversed(fresh):
                 cost = message_bytes(message)
+                while (
+                    size + cost > budget
+                    and size + cost <= self.max_bytes - self._cached()  # dropping can help
+                    and self._drop_one(keep=channel)
+                ):
+                    budget = self._room(channel)  # a less recently searched index made room
                 if size + cost > budget and taken:
                     entry.oldest = ts_key(taken[-1].ts)
                     taken.reverse()
@@ -281,6 +317,57 @@ class StoreIndexes:
         for key in sorted(wanted):
             entry.index.queue(key, stored.get(key))  # None or a tombstone leaves the index
         self._fit(keep=channel)
+
+    def _match(
+        self, channel: str, interim: _Interim, intent: str, held: Sequence[Message], why: str
+    ) -> None:
+        """Before a search of the interim index (its lock held): choose the stored messages
+        FTS5 matches for ``intent`` that the history does not hold."""
+        store, team = self._record.store, self._record.team
+        held_keys = {ts_key(m.ts) for m in held}
+        try:
+            words = [k.word for k in keywords(intent, interim.index.stemmer)]
+            found = store.search_candidates(team, channel, words, self._candidates)
+            keys = [k for k in (ts_key(c.ts) for c in found) if k not in held_keys]
+            missing = [k for k in keys if k not in interim.stored]
+            stored = interim.stored  # reload() may pop from it meanwhile: .get, never [k]
+            if len(stored) + len(missing) > 4 * self._candidates:
+                stored = {k: m for k in keys if (m := stored.get(k)) is not None}
+            for message in store.get_many(team, channel, [_ts_of(k) for k in missing]):
+                stored[ts_key(message.ts)] = message
+            interim.stored = stored
+        except Exception as error:  # the store failed too: the held history is all there is
+            logger.warning(
+                "channel %s: %s, and the channel store's full-text index failed (%s: %s); this "
+                "search covers the %d messages held in memory",
+                channel, why, type(error).__name__, error, len(held),
+            )  # fmt: skip
+            interim.chosen = []
+            return
+        chosen = [m for k in keys if (m := stored.get(k)) is not None]
+        interim.chosen = [m for m in chosen if not m.deleted]
+        logger.info(
+            "channel %s: %s; this search ranks the %d messages held in memory and the %d "
+            "stored ones the channel store's full-text index matches",
+            channel, why, len(held), len(interim.chosen),
+        )  # fmt: skip
+
+    def _room(self, channel: str) -> int:
+        """Bytes ``channel``'s build may take: the budget less the history's bytes and the
+        other indexes' (at least a quarter of it, so a full history leaves a build something)."""
+        with self._lock:
+            others = sum(e.bytes() for c, e in self._entries.items() if c != channel)
+        return max(self.max_bytes - self._cached() - others, self.max_bytes // 4)
+
+    def _drop_one(self, *, keep: str) -> bool:
+        """Drop the least recently searched ready index other than ``keep``'s; False if none."""
+        with self._lock:
+            for channel, entry in self._entries.items():
+                if channel != keep and entry.done.is_set() and entry.bytes():
+                    del self._entries[channel]
+                    logger.info("channel %s: index dropped to stay within --history-mb", channel)
+                    return True
+        return False
 
     def _fit(self, *, keep: str) -> None:
         """Drop the least recently searched indexes (never ``keep``'s, nor one being built)

@@ -60,7 +60,7 @@ class Options(BaseModel):
     compaction: Literal["trim", "summarize", "off"] = "trim"
     compaction_threshold: float = 0.8
     history_per_channel: int = 5_000
-    history_mb: int = 1024
+    history_mb: int = 256  # history + indexes: RssAnon of a served process stays under 400 MB
     retention_days: int | None = None  # None: keep every message
     store_gb: float | None = None  # None: no bound but the disk
     purge_interval: float = 86_400.0  # retention's purge: daily (shorter only for tests)

@@ -194,7 +194,7 @@ def test_an_edit_and_a_deletion_older_than_the_history_reach_the_index(tmp_path:
         assert ts(5) not in [row[0] for row in ranked(restarted, "escalation policy")]
 
 
-def test_an_answer_during_a_build_searches_what_is_held_and_says_so(
+def test_an_answer_during_a_build_finds_an_old_fact_not_yet_indexed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     with stored(tmp_path) as record:
@@ -218,13 +218,55 @@ def test_an_answer_during_a_build_searches_what_is_held_and_says_so(
         with caplog.at_level(logging.INFO, "chanctx.store_index"), indexes._builder:
             # A build of another channel holds the builder: this one cannot start yet.
             during = ranked(restarted, "pager rotation")
-        assert ts(0) not in [row[0] for row in during]
+            assert indexes.indexed(CHANNEL) == 0
+            recent = ranked(restarted, "routine 280")
+            deleted_meanwhile = {
+                "type": "message", "subtype": "message_deleted", "channel": CHANNEL,
+                "channel_type": "channel", "deleted_ts": ts(0), "hidden": True,
+                "ts": ts(401), "event_ts": ts(401),
+                "previous_message": {"type": "message", "ts": ts(0)},
+            }  # fmt: skip
+            restarted.handle(deleted_meanwhile)
+            after_deletion = ranked(restarted, "pager rotation")
+        # The old message is neither held nor indexed yet: the store's full-text index found it.
+        assert during[0][0] == ts(0)
+        assert recent[0][0] == ts(280)
+        assert ts(0) not in [row[0] for row in after_deletion]
         assert "still being built" in caplog.text and "50 messages held" in caplog.text
         deadline = time.monotonic() + 60
         while not indexes.indexed(CHANNEL):
             assert time.monotonic() < deadline
             time.sleep(0.01)
-        assert ranked(restarted, "pager rotation")[0][0] == ts(0)
+        assert ts(0) not in [row[0] for row in ranked(restarted, "pager rotation")]
+        assert ranked(restarted, "routine 280")[0][0] == ts(280)
+
+
+def test_the_interim_index_ranks_its_messages_as_a_built_index_would(tmp_path: Path) -> None:
+    """A channel that fits in the history: the interim index (during a build) and the built
+    one hold the same messages, so they rank alike."""
+    with stored(tmp_path) as record:
+        writer = engine(record)
+        for n in range(40):
+            words = " ".join(WORDS[(n * k) % len(WORDS)] for k in (1, 3, 5))
+            writer.handle(message(ts(n), f"{words} {n}", user=("U1", "U2", "U3")[n % 3]))
+    with stored(tmp_path) as record:
+        restarted = ContextEngine(
+            me=ME, names=NAMES, history=IndexedHistory(), record=record,
+            settings=ContextSettings(max_wait_seconds=0.0),
+        )  # fmt: skip
+        indexes = restarted.indexes
+        assert indexes is not None
+        restarted.warm_channel(CHANNEL)
+        restarted.learn_messages(record.store.messages(TEAM, CHANNEL))  # the history holds all
+        with indexes._builder:
+            during = {intent: ranked(restarted, intent) for intent in INTENTS}
+            assert indexes.indexed(CHANNEL) == 0
+        deadline = time.monotonic() + 60
+        while not indexes.indexed(CHANNEL):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        for intent in INTENTS:
+            assert ranked(restarted, intent) == during[intent], intent
 
 
 def test_the_least_recently_searched_channel_drops_its_index_first(tmp_path: Path) -> None:
