@@ -21,7 +21,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from chanctx.bot.core.backfill_plan import HISTORY, BackfillSettings, goal_ts, pending
+from chanctx.bot.core.backfill_plan import (
+    GAP,
+    HISTORY,
+    BackfillSettings,
+    gap_after,
+    goal_ts,
+    pending,
+)
 from chanctx.bot.core.channel_record import ChannelRecord
 from chanctx.bot.slack.slack_api import SlackFetcher, SlackUnavailable
 from chanctx.cache import RateLimited, ts_key
@@ -34,6 +41,7 @@ logger = logging.getLogger("chanctx.backfill")
 _UNAVAILABLE_PAUSE = 5.0  # seconds before a channel is tried again after Slack kept failing
 # A pass under the limited tier lasts hours: the log says how far it got this often.
 _PROGRESS_EVERY = 300.0
+_SWEEP = 1_000  # newest messages of the first load's page checked for threads to read
 
 
 @dataclass
@@ -48,6 +56,8 @@ class _Job:
     replies: dict[str, Message] = field(default_factory=dict)
     reply_cursor: str = ""
     swept: bool = False  # the first load's page was checked for threads to read
+    gap: str | None = None  # the page is of the gap above an imported range, which ends here
+    loaded: bool = False  # the engine's first load was asked for the gap's newest page
 
 
 class Backfill:
@@ -149,7 +159,8 @@ class Backfill:
             channel = key.channel
             if channel in self._jobs or channel in self._refused:
                 continue
-            if pending(store.cursor(team, channel, HISTORY), goal):
+            cursor = store.cursor(team, channel, HISTORY)
+            if pending(cursor, goal) or gap_after(cursor) is not None:
                 self._jobs[channel] = _Job(channel, goal)
 
     def _advance(self, job: _Job) -> bool:
@@ -176,8 +187,18 @@ class Backfill:
         cursor = store.cursor(team, channel, HISTORY)
         if cursor is None or cursor.oldest_ts is None:
             return []  # the backfill reads the newest page itself, threads included
+        gap = store.cursor(team, channel, GAP) if gap_after(cursor) else None
+        if gap is not None:  # the first load read the gap's newest page
+            cursor = gap
+        # The newest page before the load's time: an imported range below it came with its
+        # threads (a sweep of it all would cost a store read per thread for nothing).
         loaded = store.messages(
-            team, channel, oldest=cursor.oldest_ts, latest=f"{cursor.updated:.6f}", scope="timeline"
+            team,
+            channel,
+            oldest=cursor.oldest_ts,
+            latest=f"{cursor.updated:.6f}",
+            scope="timeline",
+            limit=_SWEEP,
         )
         return self._missing_replies(channel, loaded)
 
@@ -194,6 +215,8 @@ class Backfill:
     def _read_page(self, job: _Job) -> bool:
         team, store, channel = self.record.team, self.record.store, job.channel
         cursor = store.cursor(team, channel, HISTORY)
+        if cursor is not None and cursor.newest_ts is not None:
+            return self._read_gap(job, cursor.newest_ts)
         if not pending(cursor, job.goal):
             del self._jobs[channel]
             return False
@@ -216,6 +239,44 @@ class Backfill:
         job.more = bool(more)
         job.threads = self._missing_replies(channel, job.page)
         return True
+
+    def _read_gap(self, job: _Job, end: str) -> bool:
+        """The next page of what Slack holds since an import (newer than ``end``, the
+        imported range's newest), read downwards from the present."""
+        team, store, channel = self.record.team, self.record.store, job.channel
+        gap = store.cursor(team, channel, GAP)
+        if gap is None and self._first_load is not None and not job.loaded:
+            job.loaded = True  # the engine reads the gap's newest page, as an answer would
+            self._first_load(channel)
+            job.swept = False
+            return False
+        params: dict[str, object] = {"channel": channel, "limit": self.settings.page}
+        params["oldest"] = end  # exclusive: nothing of the imported range is read again
+        if gap is not None and gap.oldest_ts is not None:
+            if ts_key(gap.oldest_ts) <= ts_key(end):  # an import since closed the gap
+                self._close_gap(job, [], end)
+                return True
+            params["latest"] = gap.oldest_ts
+        got = self.slack.read_page("conversations.history", dict(params), channel)
+        if got is None:
+            logger.info("backfill of %s stopped: Slack refused its history", channel)
+            self._refused.add(channel)
+            del self._jobs[channel]
+            return False
+        job.page, more = got
+        job.more, job.gap = bool(more), end
+        job.threads = self._missing_replies(channel, job.page)
+        return True
+
+    def _close_gap(self, job: _Job, events: list[StoreEvent], end: str) -> None:
+        """The gap's last page with the cursor that says the channel is held up to now."""
+        team, store = self.record.team, self.record.store
+        held = store.cursor(team, job.channel, HISTORY)
+        if held is not None and held.newest_ts == end:
+            moved = held.model_copy(update={"newest_ts": None, "updated": time.time()})
+            events.append(CursorSaved(team, job.channel, HISTORY, moved))
+        self.record.write(events)
+        logger.info("backfill of %s: read what Slack holds since its import", job.channel)
 
     def _read_replies(self, job: _Job) -> bool:
         root = job.threads[0]
@@ -252,6 +313,9 @@ class Backfill:
         """The page, its replies and the cursor moved past it: one write."""
         page = job.page or []
         team = self.record.team
+        if job.gap is not None:
+            self._store_gap(job, page, job.gap)
+            return
         oldest = min((m.ts for m in page), key=ts_key, default=None)
         done = not job.more
         if done and job.goal is not None:
@@ -277,3 +341,20 @@ class Backfill:
         if done:
             logger.info("backfill of %s reached %s", job.channel, job.goal or "its beginning")
             del self._jobs[job.channel]
+
+    def _store_gap(self, job: _Job, page: list[Message], end: str) -> None:
+        team = self.record.team
+        events: list[StoreEvent] = [
+            MessagePosted(team, m) for m in [*page, *job.replies.values()] if not m.deleted
+        ]
+        stored = len(events)
+        if job.more and page:
+            oldest = min((m.ts for m in page), key=ts_key)
+            moved = BackfillCursor(oldest_ts=oldest, goal_ts=end, updated=time.time())
+            events.append(CursorSaved(team, job.channel, GAP, moved))
+            self.record.write(events)
+        else:
+            self._close_gap(job, events, end)
+        self.pages += 1
+        self.messages += stored
+        job.page, job.replies, job.more, job.gap = None, {}, False, None

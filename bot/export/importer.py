@@ -14,9 +14,11 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from chanctx.bot.core.backfill_plan import HISTORY, imported_cursor
 from chanctx.bot.export.reader import (
     ExportChannel,
     ExportDay,
@@ -33,6 +35,7 @@ from chanctx.bot.slack.intake import Ignore, Record, SelfIdentity, intake
 from chanctx.cache.channel_store import (
     ChannelNamed,
     ChannelStore,
+    CursorSaved,
     FileShared,
     MessageRow,
     PinChanged,
@@ -47,6 +50,7 @@ from chanctx.context import ChanctxError, Message
 __all__ = ["ImportRefused", "ImportSummary", "import_export"]
 
 BATCH = 5_000  # messages a transaction: big enough to amortise the commit, small to resume
+_KEY = itemgetter(0)  # a row's ts as its exact sort key
 
 
 class ImportRefused(ChanctxError):
@@ -159,13 +163,33 @@ class _Batch:
         self.rows: list[MessageRow] = []
         self.other: list[StoreEvent] = []  # names and file records, after the rows
         self.pins: list[StoreEvent] = []  # written once every message is in
+        self.oldest: MessageRow | None = None  # the conversation's oldest and newest rows
+        self.newest: MessageRow | None = None
 
     def flush(self) -> None:
         """One transaction for the rows, then one for the names and file records."""
         if self.rows:
+            self._span(self.rows)
             self.summary.count(post_rows(self.store, self.team, self.channel, self.rows))
         _write(self.store, self.other)
         self.rows, self.other = [], []
+
+    def next_channel(self, channel: str) -> None:
+        """The conversation's last rows, then the range it held as its history cursor."""
+        self.flush()
+        if self.oldest is not None and self.newest is not None:
+            held = self.store.cursor(self.team, self.channel, HISTORY)
+            moved = imported_cursor(held, self.oldest[1], self.newest[1], time.time())
+            if moved is not None:  # a start reads the range from the store, not from Slack
+                _write(self.store, [CursorSaved(self.team, self.channel, HISTORY, moved)])
+        self.channel, self.oldest, self.newest = channel, None, None
+
+    def _span(self, rows: list[MessageRow]) -> None:
+        low, high = min(rows, key=_KEY), max(rows, key=_KEY)
+        if self.oldest is None or low[0] < self.oldest[0]:
+            self.oldest = low
+        if self.newest is None or high[0] > self.newest[0]:
+            self.newest = high
 
 
 def _import_rest(
@@ -179,7 +203,7 @@ def _import_rest(
 ) -> None:
     batch = _Batch(store, team, summary)
     _read_all(batch, first, records, on_problem, progress)
-    batch.flush()
+    batch.next_channel("")
     if progress is not None:
         progress(summary.read, summary.channels)
     # Pins name messages, so they go once every message is in.
@@ -210,8 +234,7 @@ def _read_all(
             pins += [PinChanged(team, record.id, ts, "", True) for ts in record.pins]
         elif isinstance(record, ExportDay):
             if record.channel.id != batch.channel:
-                batch.flush()
-                batch.channel = record.channel.id
+                batch.next_channel(record.channel.id)
             _day(record, batch, me, refuse)
             if len(batch.rows) >= BATCH:
                 batch.flush()

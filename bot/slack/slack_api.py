@@ -329,8 +329,11 @@ class SlackFetcher:
 
     # --- other reads ---------------------------------------------------------------------
 
-    def channel_history(self, channel: str, *, limit: int = 200) -> list[Message]:
-        """The latest ``limit`` channel messages, oldest to newest: the cold-start call.
+    def channel_history(
+        self, channel: str, *, limit: int = 200, oldest: str | None = None
+    ) -> list[Message]:
+        """The latest ``limit`` channel messages (newer than ``oldest`` when given: what Slack
+        holds since an import), oldest to newest: the cold-start call.
 
         One ``conversations.history`` call per page of up to 200, at most ``max_pages`` pages.
         """
@@ -343,6 +346,8 @@ class SlackFetcher:
                 "channel": channel,
                 "limit": min(limit - len(found), _HISTORY_PAGE),
             }
+            if oldest is not None:
+                params["oldest"] = oldest  # exclusive, as Slack reads it
             if cursor:
                 params["cursor"] = cursor
             data = self._call("conversations.history", params)

@@ -10,79 +10,19 @@ import time
 from pathlib import Path
 
 import pytest
-from chanctx.bot.core.backfill import Backfill
 from chanctx.bot.core.backfill_plan import HISTORY, BackfillSettings, goal_ts, pending
-from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
-from chanctx.bot.slack.intake import SelfIdentity
-from chanctx.bot.slack.slack_api import SlackFetcher
-from chanctx.cache import RateLimiter
-from chanctx.cache.channel_store import BackfillCursor, ChannelNamed, SqliteChannelStore
-from chanctx.cache.rate_limit import PriorityLimiter, slack_tier
-from slack_sdk import WebClient
+from chanctx.cache.channel_store import BackfillCursor
 
-from tests.support.backfill_channel import backfill_state, missing_from_store
-from tests.support.slack_events import BOT_ID, BOT_USER, CHANNEL, TEAM
-
-MINUTE = 0.05  # seconds the fake's and the limiter's minute lasts here
-
-
-def backfill_on(
-    data: Path,
-    fake: FakeSlackAPI,
-    mode: str = "all",
-    days: int = 30,
-    *,
-    first_load: bool = False,
-    progress: float = 300.0,
-) -> tuple[Backfill, OpenStore]:
-    tier = slack_tier("limited")
-    per_method = tier.per_method()
-    limiter = PriorityLimiter(
-        RateLimiter(
-            calls_per_minute=tier.workspace_per_minute, per_method=per_method, minute=MINUTE
-        ),
-        per_method,
-        minute=MINUTE,
-    )
-    fetcher = SlackFetcher(
-        WebClient(token="xoxb-test", base_url=fake.url),
-        limiter=limiter.background,
-        me=SelfIdentity(user_id=BOT_USER, bot_id=BOT_ID),
-        overflow="degrade",
-        page_size=tier.page,
-        max_retries=2,
-    )
-    opened = OpenStore(SqliteChannelStore(data, synchronous="NORMAL"))
-    record = ChannelRecord(opened, TEAM)
-    record.write([ChannelNamed(TEAM, CHANNEL, "general")])  # a channel the bot is in
-    settings = BackfillSettings(mode=mode, days=days, page=tier.page, idle_seconds=MINUTE)  # type: ignore[arg-type]
-    load = None
-    if first_load:  # what the engine's first load does: the newest page, no replies
-
-        def load(channel: str) -> None:
-            record.warmed(channel, fetcher.channel_history(channel, limit=15), limit=15)
-
-    return Backfill(record, fetcher, settings, first_load=load, progress_every=progress), opened
-
-
-def served(fake: FakeSlackAPI, method: str) -> int:
-    """Calls of ``method`` the fake answered (not the ones it refused with a 429)."""
-    refused = sum(1 for f in fake.failures if f[0] == method and f[1] == 429)
-    return fake.call_counts().get(method, 0) - refused
-
-
-def run(backfill: Backfill, *, pages: int | None = None, limit: float = 60.0) -> None:
-    """Step until nothing is pending (or ``pages`` pages are stored)."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        wait = backfill.step()
-        if pages is not None and backfill.pages >= pages:
-            return
-        if not backfill.pending:
-            return
-        time.sleep(min(wait, MINUTE))
-    raise AssertionError("the backfill did not finish")
+from tests.support.backfill_channel import (
+    MINUTE,
+    backfill_on,
+    backfill_state,
+    missing_from_store,
+    run,
+    served,
+)
+from tests.support.slack_events import CHANNEL, TEAM
 
 
 def test_a_channel_is_backfilled_whole_with_its_threads(tmp_path: Path) -> None:
