@@ -42,6 +42,8 @@ _UNAVAILABLE_PAUSE = 5.0  # seconds before a channel is tried again after Slack 
 # A pass under the limited tier lasts hours: the log says how far it got this often.
 _PROGRESS_EVERY = 300.0
 _SWEEP = 1_000  # newest messages of the first load's page checked for threads to read
+# users.conversations again this often (channels joined since; events also tell of them).
+_LIST_EVERY = 3_600.0
 
 
 @dataclass
@@ -84,6 +86,9 @@ class Backfill:
         self._clock = clock
         self._jobs: dict[str, _Job] = {}
         self._refused: set[str] = set()  # channels Slack will not page for us (not_in_channel)
+        self._listed: set[str] = set()  # the conversations users.conversations says we are in
+        self._list_cursor = ""  # the listing's next page, while it runs
+        self._list_due = -float("inf")  # when the listing runs (again)
         self._looked = -float("inf")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -148,20 +153,45 @@ class Backfill:
         return wait
 
     def _look_for_channels(self) -> None:
-        """Channels the store knows (heard live, warmed, imported) whose history is short."""
+        """Channels the bot is in (``users.conversations``) or the store knows (heard live,
+        warmed, imported) whose history is short."""
         now = time.monotonic()
         if self._jobs and now - self._looked < self.settings.idle_seconds:
             return
         self._looked = now
+        self._list_member_channels(now)
         team, store = self.record.team, self.record.store
         goal = goal_ts(self.settings, self._clock())
-        for key in store.channels(team):
-            channel = key.channel
+        known = {key.channel for key in store.channels(team)}
+        for channel in sorted(known | self._listed):
             if channel in self._jobs or channel in self._refused:
                 continue
             cursor = store.cursor(team, channel, HISTORY)
             if pending(cursor, goal) or gap_after(cursor) is not None:
                 self._jobs[channel] = _Job(channel, goal)
+
+    def _list_member_channels(self, now: float) -> None:
+        """Page ``users.conversations`` (through the background lane, like every call here):
+        a page the lane refuses now is asked again at the next look, from the same cursor."""
+        if now < self._list_due:
+            return
+        try:
+            while True:
+                got = self.slack.member_channels(self._list_cursor)
+                if got is None:  # refused (a missing scope): the store's channels still count
+                    logger.info("backfill: users.conversations refused; channels seen only")
+                    break
+                listed, self._list_cursor = got
+                self._listed.update(listed)
+                if not self._list_cursor:
+                    break
+        except RateLimited:
+            return
+        except SlackUnavailable as error:
+            logger.info("backfill: listing channels paused: %s", error)
+            self._list_due = now + _UNAVAILABLE_PAUSE
+            return
+        self._list_cursor, self._list_due = "", now + _LIST_EVERY
 
     def _advance(self, job: _Job) -> bool:
         """The job's next call (a history page, a replies page) or its write; True if done."""

@@ -101,6 +101,8 @@ def backfill_state(
     replies each (counted in ``reply_count``, as Slack serves them)."""
     state = copy.deepcopy(STATE)
     state["auth"] = {**state.get("auth", {}), "user_id": BOT_USER, "bot_id": BOT_ID}
+    # The bot is in this channel alone (what users.conversations lists, so what is backfilled).
+    state["channels"] = {channel: state["channels"].get(channel, {"id": channel, "name": channel})}
     end = (time.time() - 60.0) if newest is None else newest
     start = end - messages * spacing
     history: list[dict[str, Any]] = []

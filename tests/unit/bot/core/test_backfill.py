@@ -25,6 +25,12 @@ from tests.support.backfill_channel import (
 from tests.support.slack_events import CHANNEL, TEAM
 
 
+def reads(fake: FakeSlackAPI) -> dict[str, int]:
+    """History and replies calls: a start lists its channels (users.conversations) anyway."""
+    counts = fake.call_counts()
+    return {m: counts.get(m, 0) for m in ("conversations.history", "conversations.replies")}
+
+
 def test_a_channel_is_backfilled_whole_with_its_threads(tmp_path: Path) -> None:
     state = backfill_state(100, threads=4, replies=20)
     with FakeSlackAPI(state, tier="limited", minute_seconds=MINUTE) as fake:
@@ -70,9 +76,9 @@ def test_a_restart_resumes_from_the_stored_cursor_and_a_finished_pass_is_not_rep
 
         backfill, opened = backfill_on(tmp_path, fake)
         try:
-            before = fake.call_counts()
+            before = reads(fake)
             backfill.step()
-            assert fake.call_counts() == before  # the pass is recorded as done
+            assert reads(fake) == before  # the pass is recorded as done
         finally:
             opened.close()
 
@@ -95,9 +101,9 @@ def test_recent_stops_at_its_goal_and_a_later_start_finds_nothing_to_do(tmp_path
             opened.close()
         backfill, opened = backfill_on(tmp_path, fake, mode="recent", days=1)
         try:
-            before = fake.call_counts()
+            before = reads(fake)
             backfill.step()
-            assert fake.call_counts() == before
+            assert reads(fake) == before
         finally:
             opened.close()
 
@@ -149,3 +155,55 @@ def test_a_long_backfill_says_in_the_log_how_far_it_got(
         "backfill: 1 pages", "backfill: 2 pages", "backfill: 3 pages",
     ]  # fmt: skip
     assert f"{CHANNEL} back to ts" in told[-1]
+
+
+def test_the_channels_the_bot_is_in_are_listed_and_backfilled_even_if_never_heard(
+    tmp_path: Path,
+) -> None:
+    """users.conversations names the channels to backfill: one the store never saw is paged
+    too; one the bot is not in (Slack would refuse its history) is not asked for."""
+    state = backfill_state(30)
+    quiet, outside = "C0QUIET001", "C0OUTSIDE1"
+    state["history"][quiet] = backfill_state(20, channel=quiet)["history"][quiet]
+    state["history"][outside] = backfill_state(5, channel=outside)["history"][outside]
+    state["channels"][quiet] = {"id": quiet, "name": "quiet", "is_private": True}
+    state["channels"][outside] = {"id": outside, "name": "outside", "is_member": False}
+    with FakeSlackAPI(state, tier="limited", minute_seconds=MINUTE) as fake:
+        backfill, opened = backfill_on(tmp_path, fake)
+        try:
+            run(backfill)
+            assert missing_from_store(opened.store, state, channel=quiet) == (set(), set())
+            assert opened.store.messages(TEAM, outside) == []
+        finally:
+            opened.close()
+    asked = {c.params.get("channel") for c in fake.calls if c.method == "conversations.history"}
+    assert asked == {CHANNEL, quiet}
+    assert served(fake, "users.conversations") == 1  # one page lists them all
+
+
+def test_users_conversations_is_paged_as_slack_pages_it(tmp_path: Path) -> None:
+    state = backfill_state(1)
+    for n in range(5):
+        state["channels"][f"C0LISTED{n:02d}"] = {"id": f"C0LISTED{n:02d}", "name": f"c{n}"}
+    state["channels"]["D0DIRECT01"] = {"id": "D0DIRECT01", "name": "", "is_im": True}
+    state["channels"]["C0ARCHIVE1"] = {"id": "C0ARCHIVE1", "name": "old", "is_archived": True}
+    with FakeSlackAPI(state) as fake:
+        backfill, opened = backfill_on(tmp_path, fake)
+        try:
+            fetcher = backfill.slack
+            listed: list[str] = []
+            cursor = ""
+            while True:
+                got = fetcher.member_channels(cursor, limit=2)
+                assert got is not None
+                page, cursor = got
+                assert len(page) <= 2
+                listed += page
+                if not cursor:
+                    break
+        finally:
+            opened.close()
+    # Every kind the bot is in (a DM too), archived ones left out, each once.
+    assert sorted(listed) == sorted(
+        [CHANNEL, "D0DIRECT01", *(f"C0LISTED{n:02d}" for n in range(5))]
+    )
