@@ -18,8 +18,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from chanctx.bot.core.backfill_plan import (
     GAP,
@@ -35,7 +36,7 @@ from chanctx.cache import RateLimited, ts_key
 from chanctx.cache.channel_store import BackfillCursor, CursorSaved, MessagePosted, StoreEvent
 from chanctx.context import Message
 
-__all__ = ["Backfill"]
+__all__ = ["Backfill", "BackfillGate"]
 
 logger = logging.getLogger("chanctx.backfill")
 _UNAVAILABLE_PAUSE = 5.0  # seconds before a channel is tried again after Slack kept failing
@@ -44,6 +45,13 @@ _PROGRESS_EVERY = 300.0
 _SWEEP = 1_000  # newest messages of the first load's page checked for threads to read
 # users.conversations again this often (channels joined since; events also tell of them).
 _LIST_EVERY = 3_600.0
+
+
+class BackfillGate(Protocol):
+    """Whether this process may run the backfill now (replicas: one of them at a time)."""
+
+    def held(self) -> bool: ...
+    def release(self) -> None: ...
 
 
 @dataclass
@@ -74,12 +82,19 @@ class Backfill:
         clock: Callable[[], float] = time.time,
         first_load: Callable[[str], None] | None = None,
         progress_every: float = _PROGRESS_EVERY,
+        gate: BackfillGate | None = None,
+        share: Callable[[Sequence[StoreEvent]], None] | None = None,
     ) -> None:
         """``first_load``: the engine's load of a channel's newest page (``warm_channel``),
         used for a channel never loaded, so that an answer's load and the backfill's never
         both ask Slack for the same page (None: the backfill reads it itself).
-        ``progress_every``: seconds between the log lines saying how far the backfill got."""
+        ``progress_every``: seconds between the log lines saying how far the backfill got.
+        ``gate``: asked every round; while it is not held, nothing is fetched (replicas: one
+        runs the backfill). ``share``: told every write (pages, cursors), for the other
+        replicas' stores."""
         self.record = record
+        self._gate = gate
+        self._share = share
         self._first_load = first_load
         self.slack = slack
         self.settings = settings
@@ -115,6 +130,8 @@ class Backfill:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        if self._gate is not None:
+            self._gate.release()
 
     def _run(self) -> None:
         logger.info("backfill: %s, pages of %d", self.settings.mode, self.settings.page)
@@ -131,6 +148,10 @@ class Backfill:
 
     def step(self) -> float:
         """One call for each channel whose turn it is, if the lane allows; seconds to wait."""
+        if self._gate is not None and not self._gate.held():
+            self._jobs.clear()  # pages in flight are read again by whoever holds the gate
+            self._looked = self._list_due = -float("inf")
+            return self.settings.idle_seconds
         self._look_for_channels()
         if not self._jobs:
             return self.settings.idle_seconds
@@ -170,6 +191,12 @@ class Backfill:
             if pending(cursor, goal) or gap_after(cursor) is not None:
                 self._jobs[channel] = _Job(channel, goal)
 
+    def _write(self, events: list[StoreEvent]) -> None:
+        """Into this process's store, then to the other replicas' (when shared)."""
+        self.record.write(events)
+        if self._share is not None and events:
+            self._share(events)
+
     def _list_member_channels(self, now: float) -> None:
         """Page ``users.conversations`` (through the background lane, like every call here):
         a page the lane refuses now is asked again at the next look, from the same cursor."""
@@ -202,7 +229,7 @@ class Backfill:
         if job.threads:
             return self._read_replies(job)
         if job.page is None and job.replies:  # the first page's threads: no cursor moves
-            self.record.write([MessagePosted(self.record.team, m) for m in job.replies.values()])
+            self._write([MessagePosted(self.record.team, m) for m in job.replies.values()])
             job.replies = {}
             return True
         if job.page is None:
@@ -305,7 +332,7 @@ class Backfill:
         if held is not None and held.newest_ts == end:
             moved = held.model_copy(update={"newest_ts": None, "updated": time.time()})
             events.append(CursorSaved(team, job.channel, HISTORY, moved))
-        self.record.write(events)
+        self._write(events)
         logger.info("backfill of %s: read what Slack holds since its import", job.channel)
 
     def _read_replies(self, job: _Job) -> bool:
@@ -363,7 +390,7 @@ class Backfill:
             MessagePosted(team, m) for m in [*page, *job.replies.values()] if not m.deleted
         ]
         events.append(CursorSaved(team, job.channel, HISTORY, moved))
-        self.record.write(events)
+        self._write(events)
         self.pages += 1
         self.messages += len(events) - 1
         job.page, job.replies, job.more = None, {}, False
@@ -382,7 +409,7 @@ class Backfill:
             oldest = min((m.ts for m in page), key=ts_key)
             moved = BackfillCursor(oldest_ts=oldest, goal_ts=end, updated=time.time())
             events.append(CursorSaved(team, job.channel, GAP, moved))
-            self.record.write(events)
+            self._write(events)
         else:
             self._close_gap(job, events, end)
         self.pages += 1

@@ -6,17 +6,23 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from chanctx.bot.core.backfill import Backfill
+from chanctx.bot.core.backfill import Backfill, BackfillGate
 from chanctx.bot.core.backfill_plan import BackfillSettings
 from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.bot.slack.slack_api import SlackFetcher
 from chanctx.cache import RateLimiter
-from chanctx.cache.channel_store import ChannelNamed, ChannelStore, SqliteChannelStore
+from chanctx.cache.channel_store import (
+    ChannelNamed,
+    ChannelStore,
+    SqliteChannelStore,
+    StoreEvent,
+)
 from chanctx.cache.rate_limit import PriorityLimiter, slack_tier
 from slack_sdk import WebClient
 
@@ -35,6 +41,8 @@ def backfill_on(
     *,
     first_load: bool = False,
     progress: float = 300.0,
+    gate: BackfillGate | None = None,
+    share: Callable[[Sequence[StoreEvent]], None] | None = None,
 ) -> tuple[Backfill, OpenStore]:
     tier = slack_tier("limited")
     per_method = tier.per_method()
@@ -65,7 +73,10 @@ def backfill_on(
             page = fetcher.channel_history(channel, limit=15, oldest=after)
             record.warmed(channel, page, limit=15)
 
-    return Backfill(record, fetcher, settings, first_load=load, progress_every=progress), opened
+    backfill = Backfill(
+        record, fetcher, settings, first_load=load, progress_every=progress, gate=gate, share=share
+    )
+    return backfill, opened
 
 
 def served(fake: FakeSlackAPI, method: str) -> int:

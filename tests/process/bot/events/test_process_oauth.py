@@ -155,6 +155,10 @@ def test_two_workspaces_install_by_oauth_stay_apart_and_an_uninstall_deletes_onl
             (globex_answer,) = answers(fakes, globex, ts(61))
             assert "failover" in acme_answer["text"] and "mobile" not in acme_answer["text"]
             assert "mobile" in globex_answer["text"] and "failover" not in globex_answer["text"]
+            # Each workspace runs its own backfill, with its own token (the fake routes by it).
+            for team in TEAMS:
+                listed = lambda t=team: fakes.teams[t].call_counts().get("users.conversations")  # noqa: E731
+                wait_for(lambda f=listed: bool(f()), f"{team}'s backfill", bot)
             # Each team's state lives in its own directory; nothing of one is in the other's.
             for team, (_, _, fact) in TEAMS.items():
                 other = next(t for t in TEAMS if t != team)
