@@ -15,6 +15,7 @@ so a start reads the channel from the store (``imported_cursor``).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -41,7 +42,14 @@ from chanctx.cache.channel_store import (
 )
 from chanctx.context import ChanctxError
 
-__all__ = ["PARALLEL_BYTES", "ImportRefused", "ImportSummary", "day_bytes", "import_export"]
+__all__ = [
+    "PARALLEL_BYTES",
+    "ImportRefused",
+    "ImportSummary",
+    "day_bytes",
+    "import_export",
+    "spare_core",
+]
 
 BATCH = 5_000  # messages a transaction: big enough to amortise the commit, small to resume
 # Day files past this size (uncompressed) are parsed in a second process: below it, starting
@@ -103,14 +111,15 @@ def import_export(
 ) -> ImportSummary:
     """Import the export at ``path`` into ``store``; ``progress(messages, channels)`` is told
     after every batch. ``ImportRefused`` when nothing can be read. ``parallel``: parse in a
-    second process while this one writes (None: when the export's day files are large)."""
+    second process while this one writes (None: when the export's day files are large and a
+    core is idle)."""
     started = time.monotonic()
     try:
         size = day_bytes(path)
     except NotAnExport as error:
         raise ImportRefused(str(error)) from None
     if parallel is None:
-        parallel = size >= PARALLEL_BYTES
+        parallel = size >= PARALLEL_BYTES and spare_core()
     items = parse_in_worker(path, only) if parallel else parsed(path, only)
     summary = ImportSummary()
     try:
@@ -129,6 +138,13 @@ def import_export(
         raise ImportRefused(f"{path}: no conversation found (no channels.json, groups.json, ...)")
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def spare_core() -> bool:
+    """True when a core is idle now (the load average leaves one): a second process only pays
+    then; on cores others keep busy it adds its handover's CPU and saves no time (measured:
+    0.76x the one-process rate at a load of 7 on 2 cores)."""
+    return (os.cpu_count() or 1) - os.getloadavg()[0] >= 1.0
 
 
 def day_bytes(path: Path) -> int:
