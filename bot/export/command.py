@@ -18,6 +18,7 @@ from typing import Any
 
 from chanctx.bot.core.data_flags import add_data_dir, add_database_url, data_dir_of, database_url_of
 from chanctx.bot.export.importer import ImportRefused, import_export
+from chanctx.bot.export.parsing import ParsingStopped
 from chanctx.cache.channel_store import PostgresChannelStore, SqliteChannelStore
 from chanctx.context import ChanctxError
 from tqdm import tqdm
@@ -78,6 +79,9 @@ def run_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     except ImportRefused as error:
         print(f"chanctx import: {error}", file=sys.stderr)
         return 2
+    except ParsingStopped as error:  # what was written stays: running it again resumes
+        print(f"chanctx import: {error}; run it again to go on", file=sys.stderr)
+        return 1
     finally:
         store.close()
     print(summary.line())

@@ -37,9 +37,9 @@ from chanctx.bot.export.rows import plain_row
 from chanctx.bot.export.source import open_source
 from chanctx.bot.slack.intake import Ignore, Record, SelfIdentity, intake
 from chanctx.cache.channel_store import MessageRow, row_of
-from chanctx.context import FileRef, Message
+from chanctx.context import ChanctxError, FileRef, Message
 
-__all__ = ["DayRows", "Item", "main", "parse_in_worker", "parsed"]
+__all__ = ["DayRows", "Item", "ParsingStopped", "main", "parse_in_worker", "parsed"]
 
 _CHUNK: Final = 2_000  # messages a handoff: few of them, little held
 _HEADER: Final = 8  # bytes of a chunk's length before it
@@ -47,6 +47,11 @@ _HEADER: Final = 8  # bytes of a chunk's length before it
 _WORKER: Final = (
     "import sys; from chanctx.bot.export.parsing import main; raise SystemExit(main(sys.argv[1:]))"
 )
+
+
+class ParsingStopped(ChanctxError):
+    """The parsing process ended before the export did (killed, out of memory, a bug): what
+    was written stays, and running the import again goes on from there."""
 
 
 @dataclass
@@ -141,13 +146,13 @@ def parse_in_worker(path: Path, only: set[str] | None) -> Generator[Item, None, 
             header = pipe.read(_HEADER)
             if len(header) < _HEADER:
                 status = worker.wait()
-                raise RuntimeError(f"the import's parsing process stopped (exit status {status})")
+                raise ParsingStopped(f"the parsing process stopped (exit status {status})")
             # Written by our own worker (values only: the export never reaches pickle opcodes).
             chunk = pickle.loads(pipe.read(int.from_bytes(header, "big")))
             if chunk is None:
                 return
             if isinstance(chunk, str):
-                raise RuntimeError(f"the import's parsing process failed: {chunk}")
+                raise ParsingStopped(f"the parsing process failed: {chunk}")
             yield from chunk
     finally:
         if worker.poll() is None:

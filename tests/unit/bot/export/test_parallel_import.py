@@ -8,7 +8,9 @@ import multiprocessing
 from pathlib import Path
 from typing import Any
 
+import pytest
 from chanctx.bot.export.importer import import_export
+from chanctx.bot.export.parsing import ParsingStopped, parse_in_worker
 from chanctx.cache.channel_store import SqliteChannelStore
 
 from tests.support.paths import DATA
@@ -62,3 +64,9 @@ def test_the_second_process_imports_what_one_process_imports(tmp_path: Path) -> 
         assert two == one
     assert one[0][4] == 3 and len(one[2]) == 3  # a day file not JSON, two items refused
     assert multiprocessing.active_children() == []
+
+
+def test_a_parsing_process_that_fails_is_reported_as_one_line(tmp_path: Path) -> None:
+    items = parse_in_worker(tmp_path / "gone.zip", None)
+    with pytest.raises(ParsingStopped, match=r"NotAnExport: .*gone\.zip: no such file"):
+        next(items)
