@@ -47,6 +47,13 @@ def add_import_parser(commands: Any) -> None:
     command.add_argument(
         "--channels", default=None, help="only these conversations (ids or names, comma-separated)"
     )
+    command.add_argument(
+        "--parse-process",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="parse the day files in a second process while this one writes: auto (when they "
+        "pass 16 MB and a core is idle), on or off",
+    )
     add_data_dir(command)
     add_database_url(command)
 
@@ -75,6 +82,7 @@ def run_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
                 only=only,
                 on_problem=lambda line: progress.write(f"refused: {line}", file=sys.stderr),
                 progress=lambda messages, channels: _advance(progress, messages, channels),
+                parallel={"on": True, "off": False}.get(args.parse_process),
             )
     except ImportRefused as error:
         print(f"chanctx import: {error}", file=sys.stderr)
