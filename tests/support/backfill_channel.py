@@ -43,7 +43,11 @@ def backfill_on(
     progress: float = 300.0,
     gate: BackfillGate | None = None,
     share: Callable[[Sequence[StoreEvent]], None] | None = None,
+    loads: list[str] | None = None,
 ) -> tuple[Backfill, OpenStore]:
+    """A backfill under the limited tier on a store in ``data``; ``first_load``: with the
+    engine's first load (the newest page through the answers' fetcher), each channel it is
+    asked for appended to ``loads``."""
     tier = slack_tier("limited")
     per_method = tier.per_method()
     limiter = PriorityLimiter(
@@ -69,6 +73,8 @@ def backfill_on(
     if first_load:  # what the engine's first load does: the newest page, no replies
 
         def load(channel: str) -> None:
+            if loads is not None:
+                loads.append(channel)
             after = record.gap_after(channel)  # held from an import: what is newer
             page = fetcher.channel_history(channel, limit=15, oldest=after)
             record.warmed(channel, page, limit=15)

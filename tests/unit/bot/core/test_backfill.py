@@ -169,11 +169,15 @@ def test_the_channels_the_bot_is_in_are_listed_and_backfilled_even_if_never_hear
     state["channels"][quiet] = {"id": quiet, "name": "quiet", "is_private": True}
     state["channels"][outside] = {"id": outside, "name": "outside", "is_member": False}
     with FakeSlackAPI(state, tier="limited", minute_seconds=MINUTE) as fake:
-        backfill, opened = backfill_on(tmp_path, fake)
+        loaded: list[str] = []
+        backfill, opened = backfill_on(tmp_path, fake, first_load=True, loads=loaded)
         try:
             run(backfill)
             assert missing_from_store(opened.store, state, channel=quiet) == (set(), set())
             assert opened.store.messages(TEAM, outside) == []
+            # The answers' first load (their lane) is asked only for the channel the store
+            # knew; the listed one's newest page came through the backfill's own lane.
+            assert loaded == [CHANNEL]
         finally:
             opened.close()
     asked = {c.params.get("channel") for c in fake.calls if c.method == "conversations.history"}
