@@ -18,22 +18,40 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from chanctx.bot.core.backfill_plan import HISTORY, BackfillSettings, goal_ts, pending
+from chanctx.bot.core.backfill_plan import (
+    GAP,
+    HISTORY,
+    BackfillSettings,
+    gap_after,
+    goal_ts,
+    pending,
+)
 from chanctx.bot.core.channel_record import ChannelRecord
 from chanctx.bot.slack.slack_api import SlackFetcher, SlackUnavailable
 from chanctx.cache import RateLimited, ts_key
 from chanctx.cache.channel_store import BackfillCursor, CursorSaved, MessagePosted, StoreEvent
 from chanctx.context import Message
 
-__all__ = ["Backfill"]
+__all__ = ["Backfill", "BackfillGate"]
 
 logger = logging.getLogger("chanctx.backfill")
 _UNAVAILABLE_PAUSE = 5.0  # seconds before a channel is tried again after Slack kept failing
 # A pass under the limited tier lasts hours: the log says how far it got this often.
 _PROGRESS_EVERY = 300.0
+_SWEEP = 1_000  # newest messages of the first load's page checked for threads to read
+# users.conversations again this often (channels joined since; events also tell of them).
+_LIST_EVERY = 3_600.0
+
+
+class BackfillGate(Protocol):
+    """Whether this process may run the backfill now (replicas: one of them at a time)."""
+
+    def held(self) -> bool: ...
+    def release(self) -> None: ...
 
 
 @dataclass
@@ -48,6 +66,11 @@ class _Job:
     replies: dict[str, Message] = field(default_factory=dict)
     reply_cursor: str = ""
     swept: bool = False  # the first load's page was checked for threads to read
+    gap: str | None = None  # the page is of the gap above an imported range, which ends here
+    # The store knows the channel (an answer may load it); one only users.conversations names
+    # has its newest page read here, on the background lane, not by the answers' first load.
+    known: bool = True
+    loaded: bool = False  # the engine's first load was asked for the gap's newest page
 
 
 class Backfill:
@@ -62,18 +85,28 @@ class Backfill:
         clock: Callable[[], float] = time.time,
         first_load: Callable[[str], None] | None = None,
         progress_every: float = _PROGRESS_EVERY,
+        gate: BackfillGate | None = None,
+        share: Callable[[Sequence[StoreEvent]], None] | None = None,
     ) -> None:
         """``first_load``: the engine's load of a channel's newest page (``warm_channel``),
         used for a channel never loaded, so that an answer's load and the backfill's never
         both ask Slack for the same page (None: the backfill reads it itself).
-        ``progress_every``: seconds between the log lines saying how far the backfill got."""
+        ``progress_every``: seconds between the log lines saying how far the backfill got.
+        ``gate``: asked every round; while it is not held, nothing is fetched (replicas: one
+        runs the backfill). ``share``: told every write (pages, cursors), for the other
+        replicas' stores."""
         self.record = record
+        self._gate = gate
+        self._share = share
         self._first_load = first_load
         self.slack = slack
         self.settings = settings
         self._clock = clock
         self._jobs: dict[str, _Job] = {}
         self._refused: set[str] = set()  # channels Slack will not page for us (not_in_channel)
+        self._listed: set[str] = set()  # the conversations users.conversations says we are in
+        self._list_cursor = ""  # the listing's next page, while it runs
+        self._list_due = -float("inf")  # when the listing runs (again)
         self._looked = -float("inf")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -100,6 +133,8 @@ class Backfill:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        if self._gate is not None:
+            self._gate.release()
 
     def _run(self) -> None:
         logger.info("backfill: %s, pages of %d", self.settings.mode, self.settings.page)
@@ -116,6 +151,10 @@ class Backfill:
 
     def step(self) -> float:
         """One call for each channel whose turn it is, if the lane allows; seconds to wait."""
+        if self._gate is not None and not self._gate.held():
+            self._jobs.clear()  # pages in flight are read again by whoever holds the gate
+            self._looked = self._list_due = -float("inf")
+            return self.settings.idle_seconds
         self._look_for_channels()
         if not self._jobs:
             return self.settings.idle_seconds
@@ -138,19 +177,51 @@ class Backfill:
         return wait
 
     def _look_for_channels(self) -> None:
-        """Channels the store knows (heard live, warmed, imported) whose history is short."""
+        """Channels the bot is in (``users.conversations``) or the store knows (heard live,
+        warmed, imported) whose history is short."""
         now = time.monotonic()
         if self._jobs and now - self._looked < self.settings.idle_seconds:
             return
         self._looked = now
+        self._list_member_channels(now)
         team, store = self.record.team, self.record.store
         goal = goal_ts(self.settings, self._clock())
-        for key in store.channels(team):
-            channel = key.channel
+        known = {key.channel for key in store.channels(team)}
+        for channel in sorted(known | self._listed):
             if channel in self._jobs or channel in self._refused:
                 continue
-            if pending(store.cursor(team, channel, HISTORY), goal):
-                self._jobs[channel] = _Job(channel, goal)
+            cursor = store.cursor(team, channel, HISTORY)
+            if pending(cursor, goal) or gap_after(cursor) is not None:
+                self._jobs[channel] = _Job(channel, goal, known=channel in known)
+
+    def _write(self, events: list[StoreEvent]) -> None:
+        """Into this process's store, then to the other replicas' (when shared)."""
+        self.record.write(events)
+        if self._share is not None and events:
+            self._share(events)
+
+    def _list_member_channels(self, now: float) -> None:
+        """Page ``users.conversations`` (through the background lane, like every call here):
+        a page the lane refuses now is asked again at the next look, from the same cursor."""
+        if now < self._list_due:
+            return
+        try:
+            while True:
+                got = self.slack.member_channels(self._list_cursor)
+                if got is None:  # refused (a missing scope): the store's channels still count
+                    logger.info("backfill: users.conversations refused; channels seen only")
+                    break
+                listed, self._list_cursor = got
+                self._listed.update(listed)
+                if not self._list_cursor:
+                    break
+        except RateLimited:
+            return
+        except SlackUnavailable as error:
+            logger.info("backfill: listing channels paused: %s", error)
+            self._list_due = now + _UNAVAILABLE_PAUSE
+            return
+        self._list_cursor, self._list_due = "", now + _LIST_EVERY
 
     def _advance(self, job: _Job) -> bool:
         """The job's next call (a history page, a replies page) or its write; True if done."""
@@ -161,7 +232,7 @@ class Backfill:
         if job.threads:
             return self._read_replies(job)
         if job.page is None and job.replies:  # the first page's threads: no cursor moves
-            self.record.write([MessagePosted(self.record.team, m) for m in job.replies.values()])
+            self._write([MessagePosted(self.record.team, m) for m in job.replies.values()])
             job.replies = {}
             return True
         if job.page is None:
@@ -176,8 +247,18 @@ class Backfill:
         cursor = store.cursor(team, channel, HISTORY)
         if cursor is None or cursor.oldest_ts is None:
             return []  # the backfill reads the newest page itself, threads included
+        gap = store.cursor(team, channel, GAP) if gap_after(cursor) else None
+        if gap is not None:  # the first load read the gap's newest page
+            cursor = gap
+        # The newest page before the load's time: an imported range below it came with its
+        # threads (a sweep of it all would cost a store read per thread for nothing).
         loaded = store.messages(
-            team, channel, oldest=cursor.oldest_ts, latest=f"{cursor.updated:.6f}", scope="timeline"
+            team,
+            channel,
+            oldest=cursor.oldest_ts,
+            latest=f"{cursor.updated:.6f}",
+            scope="timeline",
+            limit=_SWEEP,
         )
         return self._missing_replies(channel, loaded)
 
@@ -194,10 +275,12 @@ class Backfill:
     def _read_page(self, job: _Job) -> bool:
         team, store, channel = self.record.team, self.record.store, job.channel
         cursor = store.cursor(team, channel, HISTORY)
+        if cursor is not None and cursor.newest_ts is not None:
+            return self._read_gap(job, cursor.newest_ts)
         if not pending(cursor, job.goal):
             del self._jobs[channel]
             return False
-        if cursor is None and self._first_load is not None:
+        if cursor is None and self._first_load is not None and job.known:
             self._first_load(channel)  # its cursor is stored with the page; go on from it
             job.swept = False  # and read that page's threads
             return False
@@ -216,6 +299,44 @@ class Backfill:
         job.more = bool(more)
         job.threads = self._missing_replies(channel, job.page)
         return True
+
+    def _read_gap(self, job: _Job, end: str) -> bool:
+        """The next page of what Slack holds since an import (newer than ``end``, the
+        imported range's newest), read downwards from the present."""
+        team, store, channel = self.record.team, self.record.store, job.channel
+        gap = store.cursor(team, channel, GAP)
+        if gap is None and self._first_load is not None and not job.loaded:
+            job.loaded = True  # the engine reads the gap's newest page, as an answer would
+            self._first_load(channel)
+            job.swept = False
+            return False
+        params: dict[str, object] = {"channel": channel, "limit": self.settings.page}
+        params["oldest"] = end  # exclusive: nothing of the imported range is read again
+        if gap is not None and gap.oldest_ts is not None:
+            if ts_key(gap.oldest_ts) <= ts_key(end):  # an import since closed the gap
+                self._close_gap(job, [], end)
+                return True
+            params["latest"] = gap.oldest_ts
+        got = self.slack.read_page("conversations.history", dict(params), channel)
+        if got is None:
+            logger.info("backfill of %s stopped: Slack refused its history", channel)
+            self._refused.add(channel)
+            del self._jobs[channel]
+            return False
+        job.page, more = got
+        job.more, job.gap = bool(more), end
+        job.threads = self._missing_replies(channel, job.page)
+        return True
+
+    def _close_gap(self, job: _Job, events: list[StoreEvent], end: str) -> None:
+        """The gap's last page with the cursor that says the channel is held up to now."""
+        team, store = self.record.team, self.record.store
+        held = store.cursor(team, job.channel, HISTORY)
+        if held is not None and held.newest_ts == end:
+            moved = held.model_copy(update={"newest_ts": None, "updated": time.time()})
+            events.append(CursorSaved(team, job.channel, HISTORY, moved))
+        self._write(events)
+        logger.info("backfill of %s: read what Slack holds since its import", job.channel)
 
     def _read_replies(self, job: _Job) -> bool:
         root = job.threads[0]
@@ -252,6 +373,9 @@ class Backfill:
         """The page, its replies and the cursor moved past it: one write."""
         page = job.page or []
         team = self.record.team
+        if job.gap is not None:
+            self._store_gap(job, page, job.gap)
+            return
         oldest = min((m.ts for m in page), key=ts_key, default=None)
         done = not job.more
         if done and job.goal is not None:
@@ -269,7 +393,7 @@ class Backfill:
             MessagePosted(team, m) for m in [*page, *job.replies.values()] if not m.deleted
         ]
         events.append(CursorSaved(team, job.channel, HISTORY, moved))
-        self.record.write(events)
+        self._write(events)
         self.pages += 1
         self.messages += len(events) - 1
         job.page, job.replies, job.more = None, {}, False
@@ -277,3 +401,20 @@ class Backfill:
         if done:
             logger.info("backfill of %s reached %s", job.channel, job.goal or "its beginning")
             del self._jobs[job.channel]
+
+    def _store_gap(self, job: _Job, page: list[Message], end: str) -> None:
+        team = self.record.team
+        events: list[StoreEvent] = [
+            MessagePosted(team, m) for m in [*page, *job.replies.values()] if not m.deleted
+        ]
+        stored = len(events)
+        if job.more and page:
+            oldest = min((m.ts for m in page), key=ts_key)
+            moved = BackfillCursor(oldest_ts=oldest, goal_ts=end, updated=time.time())
+            events.append(CursorSaved(team, job.channel, GAP, moved))
+            self._write(events)
+        else:
+            self._close_gap(job, events, end)
+        self.pages += 1
+        self.messages += stored
+        job.page, job.replies, job.more, job.gap = None, {}, False, None

@@ -19,9 +19,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from chanctx.bot.core.backfill_plan import GAP, gap_after, loaded_cursors
 from chanctx.bot.slack.intake import Delete, Edit, IntakeAction, Pin, React, Record
 from chanctx.cache.channel_store import (
-    BackfillCursor,
     ChannelForgotten,
     ChannelNamed,
     ChannelStore,
@@ -196,15 +196,17 @@ class ChannelRecord:
 
     def warmed(self, channel: str, messages: Sequence[Message], *, limit: int) -> None:
         """A page of ``conversations.history``: stored with its cursor in one batch."""
-        cursor = BackfillCursor(
-            oldest_ts=messages[0].ts if messages else None,
-            complete=len(messages) < limit,
-            updated=time.time(),
-        )
-        saved: list[StoreEvent] = [CursorSaved(self.team, channel, _HISTORY, cursor)]
-        if self.knows_history(channel):  # the backfill got there first: keep its cursor
-            saved = []
+        held = self.store.cursor(self.team, channel, _HISTORY)
+        gap = self.store.cursor(self.team, channel, GAP) if gap_after(held) else None
+        oldest = messages[0].ts if messages else None
+        moved = loaded_cursors(held, gap, oldest, len(messages) >= limit, time.time())
+        saved = [CursorSaved(self.team, channel, kind, c) for kind, c in moved.items()]
         self.opened.write_later([*self._posted(messages), *saved])
+
+    def gap_after(self, channel: str) -> str | None:
+        """For a channel held from an import: its newest stored ts, after which Slack's
+        messages are still to read (None: not held, or held up to now)."""
+        return gap_after(self.store.cursor(self.team, channel, _HISTORY))
 
     def fetched(self, messages: Sequence[Message]) -> None:
         """Messages fetched from Slack (a thread, one message)."""

@@ -302,24 +302,28 @@ class ContextEngine(ThreadFilling):
             if channel in self._warm:
                 return
             self._warm.add(channel)
+        after = None
         if self.record is not None and self.record.knows_history(channel):
             # Stored: the newest messages the history may hold, no Slack call.
             limit = self.history.max_messages_per_channel
             self._adopt(self.record.recent(channel, limit))
-            return
+            after = self.record.gap_after(channel)  # held from an import: read what is newer
+            if after is None:
+                return
         if self.slack is None:
             return
         if self.warm_ups is not None:
             budget = wait_left(self.settings.max_wait_seconds)
-            spend_wait(self.warm_ups.run(channel, lambda: self._warm_from_slack(channel), budget))
+            fetch = lambda: self._warm_from_slack(channel, after)  # noqa: E731
+            spend_wait(self.warm_ups.run(channel, fetch, budget))
             return
-        self._warm_from_slack(channel)
+        self._warm_from_slack(channel, after)
 
-    def _warm_from_slack(self, channel: str) -> None:
+    def _warm_from_slack(self, channel: str, after: str | None = None) -> None:
         assert self.slack is not None
         limit = self.settings.cold_start_messages
         try:
-            messages = self.slack.channel_history(channel, limit=limit)
+            messages = self.slack.channel_history(channel, limit=limit, oldest=after)
         except Exception:
             if self.warm_ups is not None:  # in the background: the next use tries again
                 with self._lock:

@@ -104,6 +104,8 @@ class Runtime:
     playbooks: ChannelPlaybooks | None = None
     # Replicas sharing Redis: the queue hands turns out, the change stream feeds the engine.
     replicas: Replicas | None = None
+    # Background work of this workspace (its backfill under --oauth), stopped with its stores.
+    on_close: list[Callable[[], None]] = field(default_factory=list)
     runner: AnswerRunner = field(init=False)
     membership: MembershipChecker = field(init=False)
     poster: Poster = field(init=False)
@@ -154,6 +156,8 @@ class Runtime:
     def close_stores(self) -> None:
         """Close the files the runtime writes (the turn journal, the feedback log, the
         playbooks)."""
+        for stop in self.on_close:
+            stop()
         self.turns.close()
         if self.feedback is not None:
             self.feedback.close()

@@ -18,6 +18,7 @@ from typing import Any
 
 from chanctx.bot.core.data_flags import add_data_dir, add_database_url, data_dir_of, database_url_of
 from chanctx.bot.export.importer import ImportRefused, import_export
+from chanctx.bot.export.parsing import ParsingStopped
 from chanctx.cache.channel_store import PostgresChannelStore, SqliteChannelStore
 from chanctx.context import ChanctxError
 from tqdm import tqdm
@@ -45,6 +46,13 @@ def add_import_parser(commands: Any) -> None:
     )
     command.add_argument(
         "--channels", default=None, help="only these conversations (ids or names, comma-separated)"
+    )
+    command.add_argument(
+        "--parse-process",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="parse the day files in a second process while this one writes: auto (when they "
+        "pass 16 MB and a core is idle), on or off",
     )
     add_data_dir(command)
     add_database_url(command)
@@ -74,10 +82,14 @@ def run_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
                 only=only,
                 on_problem=lambda line: progress.write(f"refused: {line}", file=sys.stderr),
                 progress=lambda messages, channels: _advance(progress, messages, channels),
+                parallel={"on": True, "off": False}.get(args.parse_process),
             )
     except ImportRefused as error:
         print(f"chanctx import: {error}", file=sys.stderr)
         return 2
+    except ParsingStopped as error:  # what was written stays: running it again resumes
+        print(f"chanctx import: {error}; run it again to go on", file=sys.stderr)
+        return 1
     finally:
         store.close()
     print(summary.line())

@@ -6,33 +6,32 @@ as the store's events in batches (one transaction each). The store's rules make 
 idempotent and safe beside live events: ts is the key, a tombstone wins over the export, and an
 older copy never undoes an edit. So an import that was stopped (or killed) is resumed by running
 it again, and a later export adds only what is new.
+
+The reading and row building (``parsing.py``) run here for a small export and in a second
+process for a large one, whose rows this process writes while the next are built; each
+conversation's last write is followed by its ``history`` cursor (the range the export held),
+so a start reads the channel from the store (``imported_cursor``).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from chanctx.bot.export.reader import (
-    ExportChannel,
-    ExportDay,
-    ExportMessage,
-    ExportUser,
-    Problem,
-    message_problem,
-    read_export,
-    unicode_problem,
-)
-from chanctx.bot.export.rows import plain_row
+from chanctx.bot.core.backfill_plan import HISTORY, imported_cursor
+from chanctx.bot.export.parsing import DayRows, Item, parse_in_worker, parsed
+from chanctx.bot.export.reader import ExportChannel, ExportUser, Problem
 from chanctx.bot.export.source import NotAnExport, open_source
-from chanctx.bot.slack.intake import Ignore, Record, SelfIdentity, intake
 from chanctx.cache.channel_store import (
     ChannelNamed,
     ChannelStore,
+    CursorSaved,
     FileShared,
     MessageRow,
     PinChanged,
@@ -40,13 +39,23 @@ from chanctx.cache.channel_store import (
     UserNamed,
     WriteResult,
     post_rows,
-    row_of,
 )
-from chanctx.context import ChanctxError, Message
+from chanctx.context import ChanctxError
 
-__all__ = ["ImportRefused", "ImportSummary", "import_export"]
+__all__ = [
+    "PARALLEL_BYTES",
+    "ImportRefused",
+    "ImportSummary",
+    "day_bytes",
+    "import_export",
+    "spare_core",
+]
 
 BATCH = 5_000  # messages a transaction: big enough to amortise the commit, small to resume
+# Day files past this size (uncompressed) are parsed in a second process: below it, starting
+# that process (about a second of imports) costs more than the overlap saves.
+PARALLEL_BYTES = 16 * 2**20
+_KEY = itemgetter(0)  # a row's ts as its exact sort key
 
 
 class ImportRefused(ChanctxError):
@@ -98,18 +107,23 @@ def import_export(
     only: set[str] | None = None,
     on_problem: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     progress: Callable[[int, int], None] | None = None,
+    parallel: bool | None = None,
 ) -> ImportSummary:
     """Import the export at ``path`` into ``store``; ``progress(messages, channels)`` is told
-    after every batch. ``ImportRefused`` when nothing can be read."""
+    after every batch. ``ImportRefused`` when nothing can be read. ``parallel``: parse in a
+    second process while this one writes (None: when the export's day files are large and a
+    core is idle)."""
     started = time.monotonic()
     try:
-        source = open_source(path)
+        size = day_bytes(path)
     except NotAnExport as error:
         raise ImportRefused(str(error)) from None
+    if parallel is None:
+        parallel = size >= PARALLEL_BYTES and spare_core()
+    items = parse_in_worker(path, only) if parallel else parsed(path, only)
     summary = ImportSummary()
     try:
-        records = read_export(source, only=only, days=True)
-        users, first = _leading_users(records)
+        users, first = _leading_users(items)
         workspace = team or _team_of(users)
         if workspace is None:
             raise ImportRefused(
@@ -117,13 +131,30 @@ def import_export(
             )
         _write(store, [UserNamed(workspace, u.id, _name(u)) for u in users])
         summary.users = len(users)
-        _import_rest(store, workspace, first, records, summary, on_problem, progress)
+        _import_rest(store, workspace, first, items, summary, on_problem, progress)
     finally:
-        source.close()
+        items.close()
     if summary.channels == 0 and summary.read == 0:
         raise ImportRefused(f"{path}: no conversation found (no channels.json, groups.json, ...)")
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def spare_core() -> bool:
+    """True when a core is idle now (the load average leaves one): a second process only pays
+    then; on cores others keep busy it adds its handover's CPU and saves no time (measured:
+    0.76x the one-process rate at a load of 7 on 2 cores)."""
+    return (os.cpu_count() or 1) - os.getloadavg()[0] >= 1.0
+
+
+def day_bytes(path: Path) -> int:
+    """The bytes of the export's files in folders (its day files), uncompressed; NotAnExport
+    when the path cannot be read as one."""
+    source = open_source(path)
+    try:
+        return source.total_bytes(lambda name: "/" in name)
+    finally:
+        source.close()
 
 
 def _leading_users(records: Iterator[Any]) -> tuple[list[ExportUser], Any]:
@@ -146,12 +177,7 @@ def _name(user: ExportUser) -> str:
 
 
 class _Batch:
-    """One conversation's rows waiting for their transaction, and the events that follow.
-
-    (Writing on a thread of its own while the next day files were parsed was tried: SQLite
-    releases the GIL, but on this 2-core machine the handoffs cost more CPU and wall time than
-    the overlap saved.)
-    """
+    """One conversation's rows waiting for their transaction, and the events that follow."""
 
     def __init__(self, store: ChannelStore, team: str, summary: ImportSummary) -> None:
         self.store, self.team, self.summary = store, team, summary
@@ -159,27 +185,47 @@ class _Batch:
         self.rows: list[MessageRow] = []
         self.other: list[StoreEvent] = []  # names and file records, after the rows
         self.pins: list[StoreEvent] = []  # written once every message is in
+        self.oldest: MessageRow | None = None  # the conversation's oldest and newest rows
+        self.newest: MessageRow | None = None
 
     def flush(self) -> None:
         """One transaction for the rows, then one for the names and file records."""
         if self.rows:
+            self._span(self.rows)
             self.summary.count(post_rows(self.store, self.team, self.channel, self.rows))
         _write(self.store, self.other)
         self.rows, self.other = [], []
+
+    def next_channel(self, channel: str) -> None:
+        """The conversation's last rows, then the range it held as its history cursor."""
+        self.flush()
+        if self.oldest is not None and self.newest is not None:
+            held = self.store.cursor(self.team, self.channel, HISTORY)
+            moved = imported_cursor(held, self.oldest[1], self.newest[1], time.time())
+            if moved is not None:  # a start reads the range from the store, not from Slack
+                _write(self.store, [CursorSaved(self.team, self.channel, HISTORY, moved)])
+        self.channel, self.oldest, self.newest = channel, None, None
+
+    def _span(self, rows: list[MessageRow]) -> None:
+        low, high = min(rows, key=_KEY), max(rows, key=_KEY)
+        if self.oldest is None or low[0] < self.oldest[0]:
+            self.oldest = low
+        if self.newest is None or high[0] > self.newest[0]:
+            self.newest = high
 
 
 def _import_rest(
     store: ChannelStore,
     team: str,
     first: Any,
-    records: Iterator[Any],
+    items: Iterator[Item],
     summary: ImportSummary,
     on_problem: Callable[[str], None],
     progress: Callable[[int, int], None] | None,
 ) -> None:
     batch = _Batch(store, team, summary)
-    _read_all(batch, first, records, on_problem, progress)
-    batch.flush()
+    _read_all(batch, first, items, on_problem, progress)
+    batch.next_channel("")
     if progress is not None:
         progress(summary.read, summary.channels)
     # Pins name messages, so they go once every message is in.
@@ -189,91 +235,43 @@ def _import_rest(
 def _read_all(
     batch: _Batch,
     first: Any,
-    records: Iterator[Any],
+    items: Iterator[Item],
     on_problem: Callable[[str], None],
     progress: Callable[[int, int], None] | None,
 ) -> None:
     team, summary, pins = batch.team, batch.summary, batch.pins
-    me = SelfIdentity()
 
-    def refuse(problem: Problem | str) -> None:
+    def refuse(problem: str) -> None:
         summary.refused += 1
-        summary.problems.append(str(problem))
-        on_problem(str(problem))
+        summary.problems.append(problem)
+        on_problem(problem)
 
-    for record in _chain(first, records):
-        if isinstance(record, Problem):
-            refuse(record)
-        elif isinstance(record, ExportChannel):
-            summary.channels += 1
-            batch.other.append(ChannelNamed(team, record.id, record.name))
-            pins += [PinChanged(team, record.id, ts, "", True) for ts in record.pins]
-        elif isinstance(record, ExportDay):
-            if record.channel.id != batch.channel:
-                batch.flush()
-                batch.channel = record.channel.id
-            _day(record, batch, me, refuse)
+    for item in _chain(first, items):
+        if isinstance(item, DayRows):
+            if item.channel != batch.channel:
+                batch.next_channel(item.channel)
+            for problem in item.problems:
+                refuse(problem)
+            summary.read += item.read
+            summary.ignored += item.ignored
+            batch.rows += item.rows
+            batch.other += (FileShared(team, f, item.channel, ts) for f, ts in item.files)
             if len(batch.rows) >= BATCH:
                 batch.flush()
                 if progress is not None:
                     progress(summary.read, summary.channels)
-
-
-def _day(
-    day: ExportDay, batch: _Batch, me: SelfIdentity, refuse: Callable[[Problem | str], None]
-) -> None:
-    """A day's messages into ``batch``: plain ones straight to rows, the rest through intake."""
-    rows, summary = batch.rows, batch.summary
-    for index, raw in enumerate(day.messages):
-        problem = message_problem(raw, day.name)
-        if problem is None and day.escapes:
-            problem = unicode_problem(raw, day.name)
-        if problem is not None:
-            refuse(Problem(f"{day.name} #{index}", problem.what))
-            continue
-        summary.read += 1
-        row = plain_row(raw)
-        if row is not None:
-            rows.append(row)
-            continue
-        message = _message(
-            ExportMessage(day.channel, raw, f"{day.name} #{index}"), me, summary, refuse
-        )
-        if message is not None:
-            rows.append(row_of(message))
-            batch.other.extend(
-                FileShared(batch.team, f, message.channel, message.ts) for f in message.files
-            )
+        elif isinstance(item, Problem):
+            refuse(str(item))
+        elif isinstance(item, ExportChannel):
+            summary.channels += 1
+            batch.other.append(ChannelNamed(team, item.id, item.name))
+            pins += [PinChanged(team, item.id, ts, "", True) for ts in item.pins]
 
 
 def _chain(first: Any, rest: Iterable[Any]) -> Iterator[Any]:
     if first is not None:
         yield first
     yield from rest
-
-
-def _message(
-    record: ExportMessage,
-    me: SelfIdentity,
-    summary: ImportSummary,
-    refuse: Callable[[str], None],
-) -> Message | None:
-    """The exported message as live intake would record it; None when it records nothing."""
-    raw = dict(record.message)
-    if "file" in raw and "files" not in raw and isinstance(raw["file"], dict):
-        raw["files"] = [raw["file"]]  # exports before 2019 carry one file, singular
-    raw["channel"] = record.channel.id
-    raw.setdefault("type", "message")
-    action = intake(raw, me)  # never raises: a malformed message is an Ignore saying so
-    if isinstance(action, Record):
-        return action.message
-    if isinstance(action, Ignore) and action.reason.startswith("malformed "):
-        refuse(f"{record.where}: {action.reason.split(': ', 1)[-1]}")
-        return None
-    # Ignored as live intake ignores it (joins, leaves); an edit or deletion event in an
-    # export is not a message of its own.
-    summary.ignored += 1
-    return None
 
 
 def _write(store: ChannelStore, events: list[StoreEvent]) -> WriteResult:

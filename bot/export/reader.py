@@ -26,6 +26,7 @@ __all__ = [
     "ExportMessage",
     "ExportUser",
     "Problem",
+    "is_slack_ts",
     "message_problem",
     "read_export",
     "unicode_problem",
@@ -42,6 +43,7 @@ _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}\.json$")
 _TS = re.compile(r"\d{1,10}\.\d{1,6}")  # whole (fullmatch): no trailing newline either
 _ID = re.compile(r"^[A-Z0-9]{2,30}$")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+is_slack_ts = _TS.fullmatch  # the whole string is a Slack ts (what message_problem accepts)
 
 
 @dataclass(frozen=True)

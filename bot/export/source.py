@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
@@ -50,6 +50,10 @@ class ExportSource(Protocol):
 
     def read(self, name: str) -> bytes:
         """The member's bytes; ``MemberRefused`` when unsafe, missing, damaged or too large."""
+        ...
+
+    def total_bytes(self, chosen: Callable[[str], bool]) -> int:
+        """The size of the ``chosen`` members as stored (a ZIP's: as its headers say)."""
         ...
 
     def close(self) -> None: ...
@@ -108,6 +112,10 @@ class ZipSource:
             raise MemberRefused(f"{name}: damaged in the ZIP ({error})") from error
         return b"".join(parts)
 
+    def total_bytes(self, chosen: Callable[[str], bool]) -> int:
+        infos = self._zip.infolist()
+        return sum(i.file_size for i in infos if not i.is_dir() and chosen(i.filename))
+
     def close(self) -> None:
         self._zip.close()
 
@@ -143,6 +151,9 @@ class FolderSource:
         if len(data) > limit:
             raise MemberRefused(f"{name}: over the {limit:,}-byte limit")
         return data
+
+    def total_bytes(self, chosen: Callable[[str], bool]) -> int:
+        return sum((self._root / n).lstat().st_size for n in self.names() if chosen(n))
 
     def close(self) -> None:
         pass

@@ -32,6 +32,7 @@ from chanctx.bot.launch.channel_store import open_channel_store, readiness
 from chanctx.bot.launch.one_workspace import api_routes, build_runtime, load_api_keys
 from chanctx.bot.launch.options import SettingsError
 from chanctx.bot.launch.settings import SLACK_API, RunSettings
+from chanctx.bot.launch.slack_budget import start_backfill
 from chanctx.bot.server import build_asgi_app, run_server
 from chanctx.bot.server.admin_api import admin_routes
 from chanctx.bot.server.api_access import ApiKeys
@@ -87,7 +88,12 @@ def build_workspaces(
     """``channels``: the one channel store every team's engine writes to (keyed by team)."""
 
     def build(team: str, client: WebClient, data_dir: Path) -> Runtime:
-        return build_runtime(client, settings, data_dir=data_dir, channels=channels)
+        runtime = build_runtime(client, settings, data_dir=data_dir, channels=channels)
+        # Each workspace pages its own history, with its own token and Slack budget.
+        backfill = start_backfill(runtime, settings.options)
+        if backfill is not None:
+            runtime.on_close.append(backfill.stop)
+        return runtime
 
     return Workspaces(
         store,

@@ -3,7 +3,10 @@ lane, and the backfill that uses that lane (``--backfill``, ``--backfill-days``)
 
 The answers' fetcher holds the workspace's ``PriorityLimiter`` and the backfill's fetcher uses
 its background lane, so both draw on one budget; with ``--redis-url`` the budget itself is in
-Redis, shared by the replicas, and the backfill is off (not coordinated between replicas yet).
+Redis, shared by the replicas, and one replica at a time runs a workspace's backfill (the one
+holding its lease, ``bot/replicas/backfill_lease.py``), its writes reaching the others' stores
+through the change stream. With ``--oauth`` each workspace has its own backfill, with its token
+and its budget.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from chanctx.bot.core.backfill_plan import BackfillSettings
 from chanctx.bot.core.built_context import ContextSettings
 from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.launch.options import Options
+from chanctx.bot.replicas.backfill_lease import BackfillLease
+from chanctx.bot.replicas.replicas import Replicas
 from chanctx.bot.slack.slack_api import SlackFetcher
 from chanctx.cache import RateLimiter, RedisRateLimiter
 from chanctx.cache.rate_limit import PriorityLimiter, SlackTier, slack_tier
@@ -60,11 +65,6 @@ def start_backfill(runtime: Runtime, options: Options) -> Backfill | None:
     engine = runtime.engine
     if options.backfill == "off" or engine.record is None:
         return None
-    if options.redis_url:
-        # Each replica keeps its own store: they would all page the same history, and their
-        # background shares are not coordinated. Not built yet.
-        logger.info("backfill is off with --redis-url (replicas do not share a backfill yet)")
-        return None
     answers = engine.slack
     if not isinstance(answers, SlackFetcher) or not isinstance(answers.limiter, PriorityLimiter):
         return None
@@ -84,6 +84,13 @@ def start_backfill(runtime: Runtime, options: Options) -> Backfill | None:
         page=tier.page,
         idle_seconds=min(5.0, options.slack_minute_seconds / 2),  # a look at the store is cheap
     )
-    backfill = Backfill(engine.record, fetcher, settings, first_load=engine.warm_channel)
+    replicas = runtime.replicas
+    gate, share = None, None
+    if isinstance(replicas, Replicas):  # --redis-url: one replica at a time pages Slack
+        gate = BackfillLease(replicas.link.client, replicas.team, replicas.name)
+        share = replicas.feed.backfilled
+    backfill = Backfill(
+        engine.record, fetcher, settings, first_load=engine.warm_channel, gate=gate, share=share
+    )
     backfill.start()
     return backfill

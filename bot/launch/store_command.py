@@ -107,6 +107,8 @@ def _backfill_state(cursor: BackfillCursor | None) -> str:
     if cursor.complete:
         return "history from Slack: whole (backfill complete)"
     reach = f"back to {_day(cursor.oldest_ts)}" if cursor.oldest_ts else "none"
+    if cursor.newest_ts is not None:  # an import: Slack's messages since it are still to read
+        reach += f", up to {_day(cursor.newest_ts)} (newer pending)"
     if cursor.goal_ts is None:
         return f"history from Slack: {reach} (backfill pending)"
     if cursor.oldest_ts is not None and ts_key(cursor.oldest_ts) <= ts_key(cursor.goal_ts):

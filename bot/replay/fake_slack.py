@@ -188,6 +188,7 @@ class FakeSlackAPI(ReadMethods, WriteMethods, SmokeMethods, LoopbackServer):
             "assistant.threads.setSuggestedPrompts": self._suggested_prompts,
             "assistant.threads.setTitle": self._set_title,
             "conversations.members": self._conversations_members,
+            "users.conversations": self._users_conversations,
             "files.info": self._files_info,
             "pins.list": self._pins_list,
         }

@@ -1,5 +1,6 @@
 """The fake Slack Web API's read methods: ``auth.test``, ``conversations.info`` / ``.history`` /
-``.replies`` / ``.members``, ``users.info``, ``pins.list`` and ``files.info``, paged and bounded as
+``.replies`` / ``.members``, ``users.info``, ``users.conversations``, ``pins.list`` and
+``files.info``, paged and bounded as
 Slack pages and bounds them."""
 
 from __future__ import annotations
@@ -176,6 +177,38 @@ class ReadMethods:
                 "next_cursor": self._issue(members[start + limit], "user") if more else ""
             },
         }
+
+    def _users_conversations(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The conversations the bot is in (a fixture channel not marked ``is_member: false``)
+        of the asked ``types`` (default public channels), paged by channel id; the objects
+        carry neither ``is_member`` nor ``num_members``, as Slack's answer does not."""
+        types = str(params.get("types") or "public_channel").split(",")
+        unknown = set(types) - {"public_channel", "private_channel", "mpim", "im"}
+        if unknown:
+            raise SlackError("invalid_types")
+        listed = []
+        for channel in sorted(self._channels):
+            info = self._conversations_info({"channel": channel})["channel"]
+            if info.pop("is_member") is False:
+                continue
+            if truthy(params.get("exclude_archived")) and info["is_archived"]:
+                continue
+            kind = (
+                "im" if info["is_im"] else "mpim" if info["is_mpim"]
+                else "private_channel" if info["is_private"] else "public_channel"
+            )  # fmt: skip
+            if kind in types:
+                listed.append(info)
+        start = 0
+        if params.get("cursor"):
+            after = cursor_position(self._redeem(str(params["cursor"])), "channel")
+            start = next((n for n, c in enumerate(listed) if c["id"] == after), -1)
+            if start < 0:
+                raise SlackError("invalid_cursor")
+        limit = int_param(params, "limit", 100, 1000)
+        page, rest = listed[start : start + limit], listed[start + limit :]
+        cursor = self._issue(rest[0]["id"], "channel") if rest else ""
+        return {"channels": page, "response_metadata": {"next_cursor": cursor}}
 
     def _pins_list(self, params: dict[str, Any]) -> dict[str, Any]:
         """The channel's pinned messages, newest pin first, as ``pins.list`` lists them (a

@@ -8,7 +8,9 @@ Two kinds, both compact JSON (a message is its model without default fields):
   a new channel or person name), as Slack sent it, so every replica's store forgets and names
   alike;
 * what a replica learned from Slack (``warm``, ``msgs``, ``thread``, ``name``), applied at once
-  by the replica that asked and by the others when they read it, so no other replica asks again.
+  by the replica that asked and by the others when they read it, so no other replica asks again;
+* what the backfill stored (``bf``: a page's messages with the cursors moved in its write), for
+  the other replicas' own stores, so the replica that takes the backfill over goes on from there.
 """
 
 from __future__ import annotations
@@ -20,9 +22,18 @@ from typing import Any
 from chanctx.bot.core.channel_record import store_events
 from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.slack.intake import Delete, Edit, Ignore, IntakeAction, Pin, React, Record
+from chanctx.cache.channel_store import BackfillCursor, CursorSaved, MessagePosted, StoreEvent
 from chanctx.context import FileRef, Message
 
-__all__ = ["EVENT_KINDS", "apply_change", "encode_action", "encode_stored", "fill", "message_data"]
+__all__ = [
+    "EVENT_KINDS",
+    "apply_change",
+    "backfill_fill",
+    "encode_action",
+    "encode_stored",
+    "fill",
+    "message_data",
+]
 
 EVENT_KINDS = frozenset({"rec", "edit", "del", "react", "pin"})
 
@@ -118,6 +129,9 @@ def apply_change(engine: ContextEngine, raw: str | bytes, *, mine: bool, shared:
             engine.record.warmed(data["c"], messages, limit=limit)
     elif kind in ("msgs", "thread"):
         _learn(engine, data, kind, shared=shared)
+    elif kind == "bf":  # the backfill's pages reach the store only, as where they were read
+        if engine.record is not None and not shared:
+            engine.record.write(_backfilled(engine.record.team, data))
     elif kind == "name":
         engine.learn_name(data["t"], data["id"], data["v"])
         if engine.record is not None and not shared:
@@ -125,6 +139,28 @@ def apply_change(engine: ContextEngine, raw: str | bytes, *, mine: bool, shared:
     else:
         raise KeyError(kind)
     return kind
+
+
+def backfill_fill(events: Sequence[StoreEvent]) -> str:
+    """The stream entry for one write of the backfill: its messages and moved cursors."""
+    return fill(
+        "bf",
+        m=[message_data(e.message) for e in events if isinstance(e, MessagePosted)],
+        cur=[
+            [e.channel, e.kind, e.cursor.model_dump(mode="json", exclude_defaults=True)]
+            for e in events
+            if isinstance(e, CursorSaved)
+        ],
+    )
+
+
+def _backfilled(team: str, data: dict[str, Any]) -> list[StoreEvent]:
+    events: list[StoreEvent] = [MessagePosted(team, m) for m in _messages(data["m"])]
+    for channel, kind, cursor in data.get("cur") or []:
+        events.append(
+            CursorSaved(team, str(channel), str(kind), BackfillCursor.model_validate(cursor))
+        )
+    return events
 
 
 def _learn(engine: ContextEngine, data: dict[str, Any], kind: str, *, shared: bool) -> None:

@@ -32,6 +32,7 @@ import redis
 from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.replicas.changes import (
     apply_change,
+    backfill_fill,
     encode_action,
     encode_stored,
     fill,
@@ -40,6 +41,7 @@ from chanctx.bot.replicas.changes import (
 )
 from chanctx.bot.slack.intake import intake
 from chanctx.bot.stores.redis_link import BLOCK_MS, RedisLink
+from chanctx.cache.channel_store import StoreEvent
 from chanctx.context import Message
 from chanctx.manifest_store import StoreUnavailable, guarded, is_outage, namespace
 
@@ -165,6 +167,10 @@ class ChangeFeed:
 
     def named(self, kind: str, key: str, name: str) -> None:
         self._tell(fill("name", t=kind, id=key, v=name))
+
+    def backfilled(self, events: Sequence[StoreEvent]) -> None:
+        """One write of the backfill (on the replica holding it), for the others' stores."""
+        self._tell(backfill_fill(events))
 
     # -- reading the stream -----------------------------------------------------------------
 

@@ -64,6 +64,7 @@ _MAX_USERS: Final = 5000
 _MAX_CHANNELS: Final = 1000
 _FAILURE_TTL: Final = 60.0  # a failed lookup is retried after a minute, not an hour
 _HISTORY_PAGE: Final = 200  # Slack's recommended page size for conversations.history
+_ALL_KINDS: Final = "public_channel,private_channel,mpim,im"  # users.conversations types
 _BACKOFF: Final = 0.5  # first retry delay after a 5xx or a connection error; doubles each time
 _MAX_BACKOFF: Final = 8.0
 # Errors Slack answers with HTTP 200 that mean "try again", not "no such thing".
@@ -329,8 +330,11 @@ class SlackFetcher:
 
     # --- other reads ---------------------------------------------------------------------
 
-    def channel_history(self, channel: str, *, limit: int = 200) -> list[Message]:
-        """The latest ``limit`` channel messages, oldest to newest: the cold-start call.
+    def channel_history(
+        self, channel: str, *, limit: int = 200, oldest: str | None = None
+    ) -> list[Message]:
+        """The latest ``limit`` channel messages (newer than ``oldest`` when given: what Slack
+        holds since an import), oldest to newest: the cold-start call.
 
         One ``conversations.history`` call per page of up to 200, at most ``max_pages`` pages.
         """
@@ -343,6 +347,8 @@ class SlackFetcher:
                 "channel": channel,
                 "limit": min(limit - len(found), _HISTORY_PAGE),
             }
+            if oldest is not None:
+                params["oldest"] = oldest  # exclusive, as Slack reads it
             if cursor:
                 params["cursor"] = cursor
             data = self._call("conversations.history", params)
@@ -366,6 +372,21 @@ class SlackFetcher:
         data = self._call(method, params)
         more = str(((data or {}).get("response_metadata") or {}).get("next_cursor") or "")
         return None if data is None else (self._messages(data, channel), more)
+
+    def member_channels(
+        self, cursor: str = "", *, limit: int = 200
+    ) -> tuple[list[str], str] | None:
+        """One page of ``users.conversations`` (Tier 3): the ids of the conversations the bot
+        is in, every kind, archived ones left out, and the next cursor ("" at the end)."""
+        params: dict[str, Any] = {"types": _ALL_KINDS, "exclude_archived": True, "limit": limit}
+        if cursor:
+            params["cursor"] = cursor
+        data = self._call("users.conversations", params)
+        if data is None:
+            return None
+        listed = [c.get("id") for c in data.get("channels") or [] if isinstance(c, dict)]
+        more = str((data.get("response_metadata") or {}).get("next_cursor") or "")
+        return [c for c in listed if isinstance(c, str) and c], more
 
     def pinned_messages(self, channel: str) -> list[Message]:
         """The channel's pinned messages (``pins.list``, one call; Slack allows 100 pins), the

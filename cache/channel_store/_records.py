@@ -157,6 +157,10 @@ class BackfillCursor(BaseModel):
     # The oldest ts the backfill wants (``--backfill recent``: 30 days back when it ran); None:
     # the channel's beginning. Reaching it ends the pass without making it ``complete``.
     goal_ts: str | None = None
+    # The newest ts of the held range when it stops short of the present (an import: the
+    # export's newest message); None: held up to now, live events keep it. What is newer is
+    # the gap the first load and the backfill read from Slack (kind "history-gap" its progress).
+    newest_ts: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,6 +125,11 @@ def wait_for(check: Any, what: str, bot: BotProcess, timeout: float = 60) -> Non
     raise AssertionError(f"gave up waiting for {what}; log: {bot.log_tail()}")  # pragma: no cover
 
 
+def listed_channels(fakes: FakeSlackWorkspaces, team: str) -> bool:
+    """The team's backfill listed its channels (users.conversations), with the team's token."""
+    return bool(fakes.teams[team].call_counts().get("users.conversations"))
+
+
 def ask(bot: BotProcess, fakes: FakeSlackWorkspaces, team: str, at: str) -> None:
     channel = TEAMS[team][0]
     pair = mention_pair(at, "what is the latest update here?", channel=channel)
@@ -155,6 +160,9 @@ def test_two_workspaces_install_by_oauth_stay_apart_and_an_uninstall_deletes_onl
             (globex_answer,) = answers(fakes, globex, ts(61))
             assert "failover" in acme_answer["text"] and "mobile" not in acme_answer["text"]
             assert "mobile" in globex_answer["text"] and "failover" not in globex_answer["text"]
+            # Each workspace runs its own backfill, with its own token (the fake routes by it).
+            for team in TEAMS:
+                wait_for(lambda t=team: listed_channels(fakes, t), f"{team}'s backfill", bot)
             # Each team's state lives in its own directory; nothing of one is in the other's.
             for team, (_, _, fact) in TEAMS.items():
                 other = next(t for t in TEAMS if t != team)

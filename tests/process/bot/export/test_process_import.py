@@ -12,6 +12,7 @@ import time
 import zipfile
 from pathlib import Path
 
+import pytest
 from chanctx.cache.channel_store import SqliteChannelStore, StoreError
 
 CHANCTX = [sys.executable, "-m", "chanctx.bot.cli"]
@@ -49,10 +50,27 @@ def stored(data: Path) -> dict[str, list[str]]:
         store.close()
 
 
-def test_an_import_killed_midway_resumes_by_running_it_again(tmp_path: Path) -> None:
+def workers_of(export: Path) -> list[int]:
+    """Processes still reading ``export`` (a parsing process names it in its command line)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if str(export).encode() in argv:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("parse_process", ["on", "off"])
+def test_an_import_killed_midway_resumes_by_running_it_again(
+    tmp_path: Path, parse_process: str
+) -> None:
     export = big_export(tmp_path / "export.zip")
     data = tmp_path / "data"
     command = [*CHANCTX, "import", str(export), "--data-dir", str(data)]
+    command += ["--parse-process", parse_process]
     running = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     held = 0
@@ -68,12 +86,18 @@ def test_an_import_killed_midway_resumes_by_running_it_again(tmp_path: Path) -> 
     os.kill(running.pid, signal.SIGKILL)
     running.communicate()
     assert 0 < held < TOTAL
+    # A parsing process left behind dies on its next write to the importer's closed pipe.
+    gone = time.monotonic() + 30
+    while workers_of(export) and time.monotonic() < gone:
+        time.sleep(0.1)
+    assert workers_of(export) == []
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
     assert f"of {TOTAL:,} messages" in again.stdout
     resumed = stored(data)
     whole = tmp_path / "whole"
-    clean = subprocess.run([*CHANCTX, "import", str(export), "--data-dir", str(whole)],
+    clean = subprocess.run([*CHANCTX, "import", str(export), "--data-dir", str(whole),
+                            "--parse-process", "off"],
                            capture_output=True, text=True, timeout=300)  # fmt: skip
     assert clean.returncode == 0, clean.stderr
     assert resumed == stored(whole)

@@ -99,7 +99,9 @@ class _Slack:
         self.messages = messages
         self.calls: list[str] = []
 
-    def channel_history(self, channel: str, *, limit: int = 200) -> list[Message]:
+    def channel_history(
+        self, channel: str, *, limit: int = 200, oldest: str | None = None
+    ) -> list[Message]:
         self.calls.append("conversations.history")
         return self.messages[-limit:]
 

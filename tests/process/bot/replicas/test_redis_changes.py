@@ -112,7 +112,9 @@ class _CountingSlack:
         self.calls: list[str] = []
         self._history = history
 
-    def channel_history(self, channel: str, *, limit: int = 200) -> list[Message]:
+    def channel_history(
+        self, channel: str, *, limit: int = 200, oldest: str | None = None
+    ) -> list[Message]:
         self.calls.append("conversations.history")
         return list(self._history)
 

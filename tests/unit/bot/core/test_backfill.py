@@ -10,79 +10,25 @@ import time
 from pathlib import Path
 
 import pytest
-from chanctx.bot.core.backfill import Backfill
 from chanctx.bot.core.backfill_plan import HISTORY, BackfillSettings, goal_ts, pending
-from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
-from chanctx.bot.slack.intake import SelfIdentity
-from chanctx.bot.slack.slack_api import SlackFetcher
-from chanctx.cache import RateLimiter
-from chanctx.cache.channel_store import BackfillCursor, ChannelNamed, SqliteChannelStore
-from chanctx.cache.rate_limit import PriorityLimiter, slack_tier
-from slack_sdk import WebClient
+from chanctx.cache.channel_store import BackfillCursor
 
-from tests.support.backfill_channel import backfill_state, missing_from_store
-from tests.support.slack_events import BOT_ID, BOT_USER, CHANNEL, TEAM
-
-MINUTE = 0.05  # seconds the fake's and the limiter's minute lasts here
-
-
-def backfill_on(
-    data: Path,
-    fake: FakeSlackAPI,
-    mode: str = "all",
-    days: int = 30,
-    *,
-    first_load: bool = False,
-    progress: float = 300.0,
-) -> tuple[Backfill, OpenStore]:
-    tier = slack_tier("limited")
-    per_method = tier.per_method()
-    limiter = PriorityLimiter(
-        RateLimiter(
-            calls_per_minute=tier.workspace_per_minute, per_method=per_method, minute=MINUTE
-        ),
-        per_method,
-        minute=MINUTE,
-    )
-    fetcher = SlackFetcher(
-        WebClient(token="xoxb-test", base_url=fake.url),
-        limiter=limiter.background,
-        me=SelfIdentity(user_id=BOT_USER, bot_id=BOT_ID),
-        overflow="degrade",
-        page_size=tier.page,
-        max_retries=2,
-    )
-    opened = OpenStore(SqliteChannelStore(data, synchronous="NORMAL"))
-    record = ChannelRecord(opened, TEAM)
-    record.write([ChannelNamed(TEAM, CHANNEL, "general")])  # a channel the bot is in
-    settings = BackfillSettings(mode=mode, days=days, page=tier.page, idle_seconds=MINUTE)  # type: ignore[arg-type]
-    load = None
-    if first_load:  # what the engine's first load does: the newest page, no replies
-
-        def load(channel: str) -> None:
-            record.warmed(channel, fetcher.channel_history(channel, limit=15), limit=15)
-
-    return Backfill(record, fetcher, settings, first_load=load, progress_every=progress), opened
+from tests.support.backfill_channel import (
+    MINUTE,
+    backfill_on,
+    backfill_state,
+    missing_from_store,
+    run,
+    served,
+)
+from tests.support.slack_events import CHANNEL, TEAM
 
 
-def served(fake: FakeSlackAPI, method: str) -> int:
-    """Calls of ``method`` the fake answered (not the ones it refused with a 429)."""
-    refused = sum(1 for f in fake.failures if f[0] == method and f[1] == 429)
-    return fake.call_counts().get(method, 0) - refused
-
-
-def run(backfill: Backfill, *, pages: int | None = None, limit: float = 60.0) -> None:
-    """Step until nothing is pending (or ``pages`` pages are stored)."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        wait = backfill.step()
-        if pages is not None and backfill.pages >= pages:
-            return
-        if not backfill.pending:
-            return
-        time.sleep(min(wait, MINUTE))
-    raise AssertionError("the backfill did not finish")
+def reads(fake: FakeSlackAPI) -> dict[str, int]:
+    """History and replies calls: a start lists its channels (users.conversations) anyway."""
+    counts = fake.call_counts()
+    return {m: counts.get(m, 0) for m in ("conversations.history", "conversations.replies")}
 
 
 def test_a_channel_is_backfilled_whole_with_its_threads(tmp_path: Path) -> None:
@@ -130,9 +76,9 @@ def test_a_restart_resumes_from_the_stored_cursor_and_a_finished_pass_is_not_rep
 
         backfill, opened = backfill_on(tmp_path, fake)
         try:
-            before = fake.call_counts()
+            before = reads(fake)
             backfill.step()
-            assert fake.call_counts() == before  # the pass is recorded as done
+            assert reads(fake) == before  # the pass is recorded as done
         finally:
             opened.close()
 
@@ -155,9 +101,9 @@ def test_recent_stops_at_its_goal_and_a_later_start_finds_nothing_to_do(tmp_path
             opened.close()
         backfill, opened = backfill_on(tmp_path, fake, mode="recent", days=1)
         try:
-            before = fake.call_counts()
+            before = reads(fake)
             backfill.step()
-            assert fake.call_counts() == before
+            assert reads(fake) == before
         finally:
             opened.close()
 
@@ -209,3 +155,59 @@ def test_a_long_backfill_says_in_the_log_how_far_it_got(
         "backfill: 1 pages", "backfill: 2 pages", "backfill: 3 pages",
     ]  # fmt: skip
     assert f"{CHANNEL} back to ts" in told[-1]
+
+
+def test_the_channels_the_bot_is_in_are_listed_and_backfilled_even_if_never_heard(
+    tmp_path: Path,
+) -> None:
+    """users.conversations names the channels to backfill: one the store never saw is paged
+    too; one the bot is not in (Slack would refuse its history) is not asked for."""
+    state = backfill_state(30)
+    quiet, outside = "C0QUIET001", "C0OUTSIDE1"
+    state["history"][quiet] = backfill_state(20, channel=quiet)["history"][quiet]
+    state["history"][outside] = backfill_state(5, channel=outside)["history"][outside]
+    state["channels"][quiet] = {"id": quiet, "name": "quiet", "is_private": True}
+    state["channels"][outside] = {"id": outside, "name": "outside", "is_member": False}
+    with FakeSlackAPI(state, tier="limited", minute_seconds=MINUTE) as fake:
+        loaded: list[str] = []
+        backfill, opened = backfill_on(tmp_path, fake, first_load=True, loads=loaded)
+        try:
+            run(backfill)
+            assert missing_from_store(opened.store, state, channel=quiet) == (set(), set())
+            assert opened.store.messages(TEAM, outside) == []
+            # The answers' first load (their lane) is asked only for the channel the store
+            # knew; the listed one's newest page came through the backfill's own lane.
+            assert loaded == [CHANNEL]
+        finally:
+            opened.close()
+    asked = {c.params.get("channel") for c in fake.calls if c.method == "conversations.history"}
+    assert asked == {CHANNEL, quiet}
+    assert served(fake, "users.conversations") == 1  # one page lists them all
+
+
+def test_users_conversations_is_paged_as_slack_pages_it(tmp_path: Path) -> None:
+    state = backfill_state(1)
+    for n in range(5):
+        state["channels"][f"C0LISTED{n:02d}"] = {"id": f"C0LISTED{n:02d}", "name": f"c{n}"}
+    state["channels"]["D0DIRECT01"] = {"id": "D0DIRECT01", "name": "", "is_im": True}
+    state["channels"]["C0ARCHIVE1"] = {"id": "C0ARCHIVE1", "name": "old", "is_archived": True}
+    with FakeSlackAPI(state) as fake:
+        backfill, opened = backfill_on(tmp_path, fake)
+        try:
+            fetcher = backfill.slack
+            listed: list[str] = []
+            cursor = ""
+            while True:
+                got = fetcher.member_channels(cursor, limit=2)
+                assert got is not None
+                page, cursor = got
+                assert len(page) <= 2
+                listed += page
+                if not cursor:
+                    break
+        finally:
+            opened.close()
+    # Every kind the bot is in (a DM too), archived ones left out, each once.
+    assert sorted(listed) == sorted(
+        [CHANNEL, "D0DIRECT01", *(f"C0LISTED{n:02d}" for n in range(5))]
+    )

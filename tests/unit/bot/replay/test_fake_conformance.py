@@ -97,6 +97,9 @@ def answers() -> Iterator[dict[str, dict[str, Any]]]:
                 channel=CHANNEL, ts=root["ts"], include_all_metadata=True
             ),
             "conversations.members": lambda: c.conversations_members(channel=CHANNEL),
+            "users.conversations": lambda: c.users_conversations(
+                types="public_channel,private_channel,mpim,im", exclude_archived=True
+            ),
             "reactions.add": lambda: c.reactions_add(
                 channel=CHANNEL, timestamp=root["ts"], name="eyes"
             ),
@@ -149,7 +152,7 @@ def test_the_fake_answers_with_slacks_keys(method: str, answers: dict[str, dict[
         if isinstance(recorded.get(name), dict):
             known = set(recorded[name]) | _DOCUMENTED_EXTRAS.get((method, name), set())
             assert set(got[name]) <= known, f"{method}.{name}: {set(got[name]) - known}"
-    for name in ("messages", "items"):
+    for name in ("messages", "items", "channels"):
         if not isinstance(got.get(name), list) or not got[name]:
             continue
         known = union(recorded.get(name)) | _DOCUMENTED_EXTRAS.get((method, name), set())

@@ -1,0 +1,194 @@
+"""A Slack export turned into the store's rows: everything of an import but the writing.
+
+``parsed`` reads the export's records (``reader.py``) and turns each day file into a
+``DayRows``: its messages as the store's rows (plain ones by ``plain_row``, the rest through
+live intake), the file records they carry, and what was ignored or refused. The importer
+writes what it yields; it runs in the importer's own process, or, for a large export, in a
+second process (``parse_in_worker``) so that on two cores the parse and SQLite's inserts
+overlap: the rows cross a pipe in chunks (pickled tuples, cheap beside building them), whose
+capacity bounds the memory both sides hold.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pickle
+import subprocess
+import sys
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Final
+
+from chanctx.bot.export.reader import (
+    ExportChannel,
+    ExportDay,
+    ExportMessage,
+    ExportUser,
+    Problem,
+    is_slack_ts,
+    message_problem,
+    read_export,
+    unicode_problem,
+)
+from chanctx.bot.export.rows import plain_row
+from chanctx.bot.export.source import open_source
+from chanctx.bot.slack.intake import Ignore, Record, SelfIdentity, intake
+from chanctx.cache.channel_store import MessageRow, row_of
+from chanctx.context import ChanctxError, FileRef, Message
+
+__all__ = ["DayRows", "Item", "ParsingStopped", "main", "parse_in_worker", "parsed"]
+
+_CHUNK: Final = 2_000  # messages a handoff: few of them, little held
+_HEADER: Final = 8  # bytes of a chunk's length before it
+# Imported, not run as __main__, so that the items pickle under this module's name.
+_WORKER: Final = (
+    "import sys; from chanctx.bot.export.parsing import main; raise SystemExit(main(sys.argv[1:]))"
+)
+
+
+class ParsingStopped(ChanctxError):
+    """The parsing process ended before the export did (killed, out of memory, a bug): what
+    was written stays, and running the import again goes on from there."""
+
+
+@dataclass
+class DayRows:
+    """One day file's rows, the file records its messages carry and its counts."""
+
+    channel: str
+    rows: list[MessageRow] = field(default_factory=list)
+    files: list[tuple[FileRef, str]] = field(default_factory=list)  # (file, message ts)
+    read: int = 0  # messages with a usable ts
+    ignored: int = 0  # no conversation in them (joins), as live intake ignores them
+    problems: list[str] = field(default_factory=list)  # refused, one line each
+
+
+Item = ExportUser | ExportChannel | Problem | DayRows
+
+
+def parsed(path: Path, only: set[str] | None) -> Generator[Item, None, None]:
+    """The export's users, conversations and problems as read, each day file as its rows."""
+    source = open_source(path)
+    try:
+        me = SelfIdentity()
+        for record in read_export(source, only=only, days=True):
+            if isinstance(record, ExportDay):
+                yield day_rows(record, me)
+            elif not isinstance(record, ExportMessage):
+                yield record
+    finally:
+        source.close()
+
+
+def day_rows(day: ExportDay, me: SelfIdentity) -> DayRows:
+    """A day's messages: plain ones straight to rows, the rest through live intake."""
+    out = DayRows(day.channel.id)
+    rows, fullmatch, escapes = out.rows, is_slack_ts, day.escapes
+    for index, raw in enumerate(day.messages):
+        # message_problem's test, inline: a dict whose ts is a Slack ts (most are).
+        ts = raw.get("ts") if type(raw) is dict else None
+        problem = None if type(ts) is str and fullmatch(ts) else message_problem(raw, "")
+        if problem is None and escapes:
+            problem = unicode_problem(raw, "")
+        if problem is not None:
+            out.problems.append(f"{day.name} #{index}: {problem.what}")
+            continue
+        out.read += 1
+        row = plain_row(raw)
+        if row is not None:
+            rows.append(row)
+            continue
+        message = _message(ExportMessage(day.channel, raw, f"{day.name} #{index}"), me, out)
+        if message is not None:
+            rows.append(row_of(message))
+            out.files.extend((f, message.ts) for f in message.files)
+    return out
+
+
+def _message(record: ExportMessage, me: SelfIdentity, out: DayRows) -> Message | None:
+    """The exported message as live intake would record it; None when it records nothing."""
+    raw = dict(record.message)
+    if "file" in raw and "files" not in raw and isinstance(raw["file"], dict):
+        raw["files"] = [raw["file"]]  # exports before 2019 carry one file, singular
+    raw["channel"] = record.channel.id
+    raw.setdefault("type", "message")
+    action = intake(raw, me)  # never raises: a malformed message is an Ignore saying so
+    if isinstance(action, Record):
+        return action.message
+    if isinstance(action, Ignore) and action.reason.startswith("malformed "):
+        out.problems.append(f"{record.where}: {action.reason.split(': ', 1)[-1]}")
+        return None
+    # Ignored as live intake ignores it (joins, leaves); an edit or deletion event in an
+    # export is not a message of its own.
+    out.ignored += 1
+    return None
+
+
+# -- the second process -----------------------------------------------------------------------
+
+
+def parse_in_worker(path: Path, only: set[str] | None) -> Generator[Item, None, None]:
+    """``parsed`` run in a process of its own (``main``), its items handed
+    over in pickled chunks through a pipe, whose size bounds what waits. Closing the iterator
+    (or an error here) kills the worker; a worker whose importer is gone (kill -9) dies on its
+    next write to the closed pipe."""
+    command = [sys.executable, "-c", _WORKER, str(path)]
+    if only is not None:
+        command.append(json.dumps(sorted(only)))
+    worker = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+    assert worker.stdout is not None
+    pipe = worker.stdout
+    try:
+        while True:
+            header = pipe.read(_HEADER)
+            if len(header) < _HEADER:
+                status = worker.wait()
+                raise ParsingStopped(f"the parsing process stopped (exit status {status})")
+            # Written by our own worker (values only: the export never reaches pickle opcodes).
+            chunk = pickle.loads(pipe.read(int.from_bytes(header, "big")))
+            if chunk is None:
+                return
+            if isinstance(chunk, str):
+                raise ParsingStopped(f"the parsing process failed: {chunk}")
+            yield from chunk
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        worker.wait()
+        pipe.close()
+
+
+def _hand_over(out: BinaryIO, chunk: object) -> None:
+    data = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(len(data).to_bytes(_HEADER, "big") + data)
+
+
+def main(argv: list[str]) -> int:
+    """The worker: ``EXPORT [ONLY_JSON]``; chunks of items on stdout, then None (or the text
+    of the error that stopped it)."""
+    logging.getLogger("chanctx.intake").setLevel(logging.ERROR)  # the importer names each one
+    out = sys.stdout.buffer
+    only = set(json.loads(argv[1])) if len(argv) > 1 else None
+    chunk: list[Item] = []
+    size = 0
+    try:
+        try:
+            for item in parsed(Path(argv[0]), only):
+                chunk.append(item)
+                size += len(item.rows) if isinstance(item, DayRows) else 1
+                if size >= _CHUNK:
+                    _hand_over(out, chunk)
+                    chunk, size = [], 0
+            _hand_over(out, chunk)
+            _hand_over(out, None)
+        except BrokenPipeError:
+            raise
+        except Exception as error:  # the importer reports it
+            _hand_over(out, f"{type(error).__name__}: {error}")
+        out.flush()
+    except BrokenPipeError:  # the importer is gone
+        os._exit(1)
+    return 0

@@ -1,0 +1,72 @@
+"""An import whose day files are parsed in a second process stores exactly what the
+one-process import stores, counts and refuses the same, and leaves no process behind."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chanctx.bot.export.importer import import_export
+from chanctx.bot.export.parsing import ParsingStopped, parse_in_worker
+from chanctx.cache.channel_store import SqliteChannelStore
+
+from tests.support.paths import DATA
+from tests.support.slack_exports import TEAM, workspace_export, write_folder, write_zip
+
+REAL = DATA / "slack_export" / "hfaran-slack-export-viewer-testarchive.zip"
+
+
+def imported(export: Path, data: Path, *, parallel: bool) -> tuple[Any, dict[str, Any], list[str]]:
+    problems: list[str] = []
+    with SqliteChannelStore(data) as store:
+        summary = import_export(export, store, on_problem=problems.append, parallel=parallel)
+        teams = {TEAM, "T0BMHLSRH"}
+        held = {
+            (key.team, key.channel): (
+                store.messages(key.team, key.channel),
+                store.cursor(key.team, key.channel, "history"),
+            )
+            for team in teams
+            for key in store.channels(team)
+        }
+        names = [(store.channel_names(t), store.user_names(t)) for t in sorted(teams)]
+    counts = (summary.read, summary.imported, summary.known, summary.ignored, summary.refused)
+    return counts, {"held": _without_time(held), "names": names}, problems
+
+
+def _without_time(held: dict[Any, Any]) -> dict[Any, Any]:
+    """The cursors' ``updated`` is the time of writing: everything else must match."""
+    out = {}
+    for key, (messages, cursor) in held.items():
+        out[key] = (messages, None if cursor is None else cursor.model_copy(update={"updated": 0}))
+    return out
+
+
+def hostile() -> dict[str, bytes]:
+    files = workspace_export()
+    files["general/2024-05-03.json"] = b"[{not json"
+    files["general/2024-05-04.json"] = json.dumps(
+        [{"type": "message", "user": "U1", "text": "no ts"}, 7,
+         {"type": "message", "user": "U1", "ts": "1714723200.000100", "text": "kept"}]
+    ).encode()  # fmt: skip
+    return files
+
+
+def test_the_second_process_imports_what_one_process_imports(tmp_path: Path) -> None:
+    for n, export in enumerate(
+        [REAL, write_zip(hostile(), tmp_path / "h.zip"), write_folder(hostile(), tmp_path / "f")]
+    ):
+        one = imported(export, tmp_path / f"one{n}", parallel=False)
+        two = imported(export, tmp_path / f"two{n}", parallel=True)
+        assert two == one
+    assert one[0][4] == 3 and len(one[2]) == 3  # a day file not JSON, two items refused
+    assert multiprocessing.active_children() == []
+
+
+def test_a_parsing_process_that_fails_is_reported_as_one_line(tmp_path: Path) -> None:
+    items = parse_in_worker(tmp_path / "gone.zip", None)
+    with pytest.raises(ParsingStopped, match=r"NotAnExport: .*gone\.zip: no such file"):
+        next(items)
