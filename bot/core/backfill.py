@@ -67,9 +67,6 @@ class _Job:
     reply_cursor: str = ""
     swept: bool = False  # the first load's page was checked for threads to read
     gap: str | None = None  # the page is of the gap above an imported range, which ends here
-    # The store knows the channel (an answer may load it); one only users.conversations names
-    # has its newest page read here, on the background lane, not by the answers' first load.
-    known: bool = True
     loaded: bool = False  # the engine's first load was asked for the gap's newest page
 
 
@@ -192,7 +189,7 @@ class Backfill:
                 continue
             cursor = store.cursor(team, channel, HISTORY)
             if pending(cursor, goal) or gap_after(cursor) is not None:
-                self._jobs[channel] = _Job(channel, goal, known=channel in known)
+                self._jobs[channel] = _Job(channel, goal)
 
     def _write(self, events: list[StoreEvent]) -> None:
         """Into this process's store, then to the other replicas' (when shared)."""
@@ -280,7 +277,7 @@ class Backfill:
         if not pending(cursor, job.goal):
             del self._jobs[channel]
             return False
-        if cursor is None and self._first_load is not None and job.known:
+        if cursor is None and self._first_load is not None:
             self._first_load(channel)  # its cursor is stored with the page; go on from it
             job.swept = False  # and read that page's threads
             return False

@@ -64,7 +64,9 @@ _MAX_USERS: Final = 5000
 _MAX_CHANNELS: Final = 1000
 _FAILURE_TTL: Final = 60.0  # a failed lookup is retried after a minute, not an hour
 _HISTORY_PAGE: Final = 200  # Slack's recommended page size for conversations.history
-_ALL_KINDS: Final = "public_channel,private_channel,mpim,im"  # users.conversations types
+# The conversations with a history from before the bot: channels it was added to. A DM or a
+# group DM holding the bot began with it, so its events were all delivered.
+_CHANNEL_KINDS: Final = "public_channel,private_channel"
 _BACKOFF: Final = 0.5  # first retry delay after a 5xx or a connection error; doubles each time
 _MAX_BACKOFF: Final = 8.0
 # Errors Slack answers with HTTP 200 that mean "try again", not "no such thing".
@@ -376,9 +378,9 @@ class SlackFetcher:
     def member_channels(
         self, cursor: str = "", *, limit: int = 200
     ) -> tuple[list[str], str] | None:
-        """One page of ``users.conversations`` (Tier 3): the ids of the conversations the bot
-        is in, every kind, archived ones left out, and the next cursor ("" at the end)."""
-        params: dict[str, Any] = {"types": _ALL_KINDS, "exclude_archived": True, "limit": limit}
+        """One page of ``users.conversations`` (Tier 3): the ids of the public and private
+        channels the bot is in, archived ones left out, and the next cursor ("" at the end)."""
+        params: dict[str, Any] = {"types": _CHANNEL_KINDS, "exclude_archived": True, "limit": limit}
         if cursor:
             params["cursor"] = cursor
         data = self._call("users.conversations", params)
