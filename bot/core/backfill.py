@@ -31,7 +31,8 @@ from chanctx.bot.core.backfill_plan import (
     pending,
 )
 from chanctx.bot.core.channel_record import ChannelRecord
-from chanctx.bot.slack.slack_api import SlackFetcher, SlackUnavailable
+from chanctx.bot.slack.slack_api import SlackFetcher
+from chanctx.bot.slack.web_calls import SlackUnavailable
 from chanctx.cache import RateLimited, ts_key
 from chanctx.cache.channel_store import BackfillCursor, CursorSaved, MessagePosted, StoreEvent
 from chanctx.context import Message

@@ -40,7 +40,7 @@ from chanctx.bot.slack.feedback_buttons import feedback_block
 from chanctx.bot.slack.markdown import split_markdown
 from chanctx.bot.slack.membership import MembershipChecker
 from chanctx.bot.slack.poster import Poster
-from chanctx.bot.slack.slack_api import counted_reads
+from chanctx.bot.slack.web_calls import counted_reads
 from chanctx.bot.stores.pane_threads import PaneThreads
 from chanctx.bot.stores.pane_threads.local import LocalPaneThreads
 from chanctx.context import ChanctxError

@@ -16,45 +16,36 @@ Names are cosmetic, so ``user_name`` and ``channel_name`` never raise: they fall
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final, Literal
 
 from cachetools import TTLCache
+from chanctx.bot.slack import web_calls
 from chanctx.bot.slack._slack_models import SlackMessage, channel_label, user_label
 from chanctx.bot.slack.intake import SelfIdentity, to_message
+from chanctx.bot.slack.web_calls import (
+    TRANSIENT_ERRORS,
+    SlackUnavailable,
+    backoff,
+    count_read,
+    describe,
+)
 from chanctx.cache import Limiter, RateLimited, ts_key
-from chanctx.context import ChanctxError, Message
+from chanctx.context import Message
 from chanctx.context.errors import InvalidTimestamp
 from pydantic import ValidationError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-__all__ = ["Overflow", "SlackFetcher", "SlackUnavailable", "ThreadFetch", "counted_reads"]
+__all__ = ["Overflow", "SlackFetcher", "ThreadFetch"]
 
 logger = logging.getLogger("chanctx.slack_api")
-
-# The Slack calls of the turn this thread is answering (None outside a turn).
-_TURN_READS: ContextVar[Counter[str] | None] = ContextVar("chanctx_turn_reads", default=None)
-
-
-@contextlib.contextmanager
-def counted_reads() -> Iterator[Counter[str]]:
-    """Count the Web API calls this thread makes through a ``SlackFetcher`` until the block
-    ends: what one answer cost in Slack reads (0 in steady state)."""
-    reads: Counter[str] = Counter()
-    token = _TURN_READS.set(reads)
-    try:
-        yield reads
-    finally:
-        _TURN_READS.reset(token)
 
 
 Overflow = Literal["queue", "degrade"]
@@ -67,12 +58,6 @@ _HISTORY_PAGE: Final = 200  # Slack's recommended page size for conversations.hi
 # The conversations with a history from before the bot: channels it was added to. A DM or a
 # group DM holding the bot began with it, so its events were all delivered.
 _CHANNEL_KINDS: Final = "public_channel,private_channel"
-_BACKOFF: Final = 0.5  # first retry delay after a 5xx or a connection error; doubles each time
-_MAX_BACKOFF: Final = 8.0
-# Errors Slack answers with HTTP 200 that mean "try again", not "no such thing".
-_TRANSIENT_ERRORS: Final = frozenset(
-    {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
-)
 
 
 @dataclass(frozen=True)
@@ -90,27 +75,6 @@ class ThreadFetch:
 
 def _ts_text(value: Decimal) -> str:
     return f"{value:.6f}"
-
-
-class SlackUnavailable(ChanctxError):
-    """Slack kept failing (5xx or no connection) for ``method`` after every retry."""
-
-    def __init__(self, method: str, attempts: int, detail: str) -> None:
-        super().__init__(f"Slack API {method} unavailable after {attempts} attempt(s): {detail}")
-        self.method = method
-        self.attempts = attempts
-
-
-def _retry_after(headers: Mapping[str, Any] | None) -> float:
-    """The Retry-After header in seconds; 1 s if absent or unreadable (Slack always sends it)."""
-    for name, value in (headers or {}).items():
-        if name.lower() == "retry-after":
-            try:
-                seconds = float(value[0] if isinstance(value, list) else value)
-            except (TypeError, ValueError):
-                return 1.0
-            return seconds if 0 <= seconds < 3600 else 1.0
-    return 1.0
 
 
 class SlackFetcher:
@@ -471,15 +435,13 @@ class SlackFetcher:
             attempts += 1
             with self._lock:
                 self.api_calls[method] += 1
-            turn_reads = _TURN_READS.get()
-            if turn_reads is not None:  # this thread is answering a turn: count it there too
-                turn_reads[method] += 1
+            count_read(method)  # this thread may be answering a turn: counted there too
             try:
                 response = self._client.api_call(method, params=params)
             except SlackApiError as error:
                 status = error.response.status_code
                 if status == 429:
-                    retry_after = _retry_after(error.response.headers)
+                    retry_after = web_calls.retry_after(error.response.headers)
                     # The limiter then holds every caller of this method, not just this one.
                     self._limiter.penalize(method, retry_after)
                     if self.overflow == "degrade" or attempts > self._max_retries:
@@ -487,8 +449,8 @@ class SlackFetcher:
                     logger.info("%s rate limited; retrying in %.1f s", method, retry_after)
                     continue  # _admit waits out the penalty
                 code = str(error.response.get("error", "unknown_error"))
-                if status < 500 and code not in _TRANSIENT_ERRORS:
-                    logger.debug("%s %s -> %s", method, _describe(params), code)
+                if status < 500 and code not in TRANSIENT_ERRORS:
+                    logger.debug("%s %s -> %s", method, describe(params), code)
                     return None
                 detail = f"HTTP {status}" if status >= 500 else code
             except OSError as error:  # URLError, timeouts, refused or reset connections
@@ -498,7 +460,7 @@ class SlackFetcher:
                 return data if isinstance(data, dict) else {}
             if attempts > self._max_retries:
                 raise SlackUnavailable(method, attempts, detail)
-            delay = min(_BACKOFF * 2 ** (attempts - 1), _MAX_BACKOFF)
+            delay = backoff(attempts)
             logger.info("%s failed (%s); retry %d in %.1f s", method, detail, attempts, delay)
             self._sleep(delay)
 
@@ -519,8 +481,3 @@ class SlackFetcher:
             (m for ts, m in found.items() if ts != thread_ts), key=lambda m: ts_key(m.ts)
         )
         return ([root] if root is not None else []) + replies
-
-
-def _describe(params: Mapping[str, Any]) -> str:
-    # Only the ids that say what was asked: never a token, never message text.
-    return " ".join(f"{k}={params[k]}" for k in ("channel", "ts", "user") if k in params)

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 from chanctx.bot.slack.intake import SelfIdentity
-from chanctx.bot.slack.slack_api import SlackFetcher, SlackUnavailable
+from chanctx.bot.slack.slack_api import SlackFetcher
+from chanctx.bot.slack.web_calls import SlackUnavailable
 from chanctx.cache import FakeClock, RateLimited, RateLimiter, ThreadReplyCache
 from chanctx.context import ChanctxError
 from hypothesis import given, settings
