@@ -16,7 +16,8 @@ from pathlib import Path
 
 from chanctx.bot.core.channel_record import OpenStore
 from chanctx.bot.core.forgetting import RedactingStore
-from chanctx.bot.launch.options import Options, SettingsError, redacted_url
+from chanctx.bot.launch.option_values import redacted_url
+from chanctx.bot.launch.options import Options, SettingsError
 from chanctx.cache.channel_store import ChannelStore, PostgresChannelStore, SqliteChannelStore
 
 __all__ = ["open_channel_store", "open_store", "readiness", "shared_store"]

@@ -10,12 +10,27 @@ visible to every user of the machine in ``ps``), see ``chanctx.bot.launch.settin
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from chanctx.bot.launch.option_values import (
+    choice,
+    database_url,
+    fraction,
+    gigabytes,
+    interval,
+    names,
+    non_negative_int,
+    path,
+    port,
+    positive_int,
+    redacted_url,
+    seconds,
+    switch,
+    text_value,
+)
 from chanctx.context import ChanctxError
 from pydantic import BaseModel, ConfigDict
 
@@ -30,7 +45,6 @@ __all__ = [
     "SettingsError",
     "add_options",
     "context_settings",
-    "redacted_url",
     "resolve_options",
     "session_settings",
 ]
@@ -101,104 +115,6 @@ class Options(BaseModel):
     backfill_days: int = 30
 
 
-def _positive_int(text: str) -> int:
-    value = int(text.replace("_", ""))
-    if value <= 0:
-        raise ValueError
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text.replace("_", ""))
-    if value < 0:
-        raise ValueError
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0.0 < value <= 1.0:
-        raise ValueError
-    return value
-
-
-def _gigabytes(text: str) -> float:
-    value = float(text)
-    if not 0 < value < 1_000_000:
-        raise ValueError
-    return value
-
-
-def _seconds(text: str) -> float:
-    value = float(text)
-    if not 0 < value < 86_400:
-        raise ValueError
-    return value
-
-
-def _interval(text: str) -> float:
-    value = float(text)
-    if not 1 <= value <= 86_400:
-        raise ValueError
-    return value
-
-
-def _port(text: str) -> int:
-    value = int(text)
-    if not 0 < value < 65536:
-        raise ValueError
-    return value
-
-
-def _text(text: str) -> str:
-    if not text.strip():
-        raise ValueError
-    return text.strip()
-
-
-def redacted_url(url: str) -> str:
-    """A URL as logs and errors may show it: the password (``user:secret@``) starred out."""
-    hidden = re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
-    return re.sub(r"(?i)(password=)[^&\s]*", r"\1***", hidden)
-
-
-def _database_url(text: str) -> str:
-    """A PostgreSQL URL (``postgresql://user@host/db``): the only database the store runs on
-    besides its own SQLite file."""
-    value = _text(text)
-    if not re.match(r"^postgres(ql)?://[^\s]+$", value):
-        raise ValueError
-    return value
-
-
-def _path(text: str) -> Path:
-    return Path(_text(text))
-
-
-_REACTION = re.compile(r"^[a-z0-9_+'-]{1,100}$")
-
-
-def _names(text: str) -> tuple[str, ...]:
-    """Reaction names as Slack writes them (``+1``, ``white_check_mark``), colons optional."""
-    names = tuple(n.strip().strip(":") for n in text.split(",") if n.strip())
-    if not names or not all(_REACTION.match(n) for n in names):
-        raise ValueError
-    return names
-
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
-
-
-def _switch(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    raise ValueError
-
-
 @dataclass(frozen=True)
 class Setting:
     """One row of the settings table (and of the README's)."""
@@ -217,46 +133,36 @@ class Setting:
     secret_value: bool = False  # a URL that may carry a password: errors show it redacted
 
 
-def _choice(*choices: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        value = text.strip().lower()
-        if value not in choices:
-            raise ValueError
-        return value
-
-    return parse
-
-
 def _choice_setting(name: str, flag: str, env: str, help_: str, *choices: str) -> Setting:
     return Setting(
-        name, flag, env, _choice(*choices), "one of " + ", ".join(choices), help_, choices=choices
+        name, flag, env, choice(*choices), "one of " + ", ".join(choices), help_, choices=choices
     )
 
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
-        "thread_budget", "--thread-budget", "CHANCTX_THREAD_BUDGET", _positive_int,
+        "thread_budget", "--thread-budget", "CHANCTX_THREAD_BUDGET", positive_int,
         "a positive whole number of tokens", "tokens for the ThreadContext JSON",
     ),
     Setting(
-        "snapshot_budget", "--snapshot-budget", "CHANCTX_SNAPSHOT_BUDGET", _positive_int,
+        "snapshot_budget", "--snapshot-budget", "CHANCTX_SNAPSHOT_BUDGET", positive_int,
         "a positive whole number of tokens", "tokens for the ChannelSnapshot JSON",
     ),
     Setting(
-        "window", "--window", "CHANCTX_WINDOW", _non_negative_int,
+        "window", "--window", "CHANCTX_WINDOW", non_negative_int,
         "a whole number of messages (0 or more)", "adjacent channel messages in the snapshot",
     ),
     Setting(
-        "model", "--model", "CHANCTX_MODEL", _text, "a model id",
+        "model", "--model", "CHANCTX_MODEL", text_value, "a model id",
         "Claude model id; also picks the token counting family",
     ),
     Setting(
-        "data_dir", "--data-dir", "CHANCTX_DATA_DIR", _path, "a directory path",
+        "data_dir", "--data-dir", "CHANCTX_DATA_DIR", path, "a directory path",
         "where session logs are kept",
         shown_default="./.chanctx (replay: a temporary directory)",
     ),
     Setting(
-        "home", "--home", "CHANCTX_HOME", _path, "a directory path",
+        "home", "--home", "CHANCTX_HOME", path, "a directory path",
         "where context.yaml and its files are read",
         shown_default=". (replay: the fixture directory)",
     ),
@@ -266,40 +172,40 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "compaction_threshold", "--compaction-threshold", "CHANCTX_COMPACTION_THRESHOLD",
-        _fraction, "a fraction above 0 and at most 1",
+        fraction, "a fraction above 0 and at most 1",
         "share of the context window at which a session is compacted",
     ),
     Setting(
         "history_per_channel", "--history-per-channel", "CHANCTX_HISTORY_PER_CHANNEL",
-        _positive_int, "a positive whole number of messages",
+        positive_int, "a positive whole number of messages",
         "newest messages per channel kept in memory (the snapshot's window); with the channel "
         "store, search covers every stored message",
     ),
     Setting(
         "history_mb", "--history-mb", "CHANCTX_HISTORY_MB",
-        _positive_int, "a positive whole number of MiB",
+        positive_int, "a positive whole number of MiB",
         "memory the history and the search indexes may hold; the least recently used "
         "channel's oldest messages (and least recently searched channel's index) go first",
     ),
     Setting(
-        "retention_days", "--retention-days", "CHANCTX_RETENTION_DAYS", _positive_int,
+        "retention_days", "--retention-days", "CHANCTX_RETENTION_DAYS", positive_int,
         "a positive whole number of days",
         "days the channel store keeps a message; older ones are erased daily",
         commands=SERVING, shown_default="keep",
     ),
     Setting(
-        "store_gb", "--store-gb", "CHANCTX_STORE_GB", _gigabytes, "a positive number of GB",
+        "store_gb", "--store-gb", "CHANCTX_STORE_GB", gigabytes, "a positive number of GB",
         "disk the channel store may use; past it the oldest messages are erased (logged)",
         commands=SERVING, shown_default="none (the disk)",
     ),
     Setting(
-        "purge_interval", "--purge-interval", "CHANCTX_PURGE_INTERVAL", _interval,
+        "purge_interval", "--purge-interval", "CHANCTX_PURGE_INTERVAL", interval,
         "seconds from 1 to 86400",
         "how often --retention-days erases what is past it (and at start)",
         commands=SERVING, shown_default="86400 s (daily)",
     ),
     Setting(
-        "attach_media", "--attach-media", "CHANCTX_ATTACH_MEDIA", _switch, "1 or 0",
+        "attach_media", "--attach-media", "CHANCTX_ATTACH_MEDIA", switch, "1 or 0",
         "attach the thread's files inline (opt-in)", switch_value=True,
     ),
     _choice_setting(
@@ -315,107 +221,107 @@ SETTINGS: tuple[Setting, ...] = (
         "debug", "info", "warning", "error",
     ),
     Setting(
-        "http", "--http", "CHANCTX_HTTP", _switch, "1 or 0",
+        "http", "--http", "CHANCTX_HTTP", switch, "1 or 0",
         "serve the HTTP Events API instead of Socket Mode", commands=SERVING, switch_value=True,
     ),
     Setting(
-        "oauth", "--oauth", "CHANCTX_OAUTH", _switch, "1 or 0",
+        "oauth", "--oauth", "CHANCTX_OAUTH", switch, "1 or 0",
         "with --http: many workspaces, installed through Slack's OAuth flow "
         "(SLACK_CLIENT_ID, SLACK_CLIENT_SECRET)", commands=frozenset({"run"}), switch_value=True,
     ),
     Setting(
-        "host", "--host", "CHANCTX_HOST", _text, "an address",
+        "host", "--host", "CHANCTX_HOST", text_value, "an address",
         "address to listen on with --http", commands=SERVING,
     ),
     Setting(
-        "port", "--port", "CHANCTX_PORT", _port, "a TCP port (1-65535)",
+        "port", "--port", "CHANCTX_PORT", port, "a TCP port (1-65535)",
         "port to listen on with --http", commands=SERVING, shown_default="3000",
     ),
     Setting(
-        "redis_url", "--redis-url", "CHANCTX_REDIS_URL", _text, "a redis:// URL",
+        "redis_url", "--redis-url", "CHANCTX_REDIS_URL", text_value, "a redis:// URL",
         "Redis shared by replicas: queue, outbox, sessions, channel state, rate limits",
         commands=SERVING, shown_default="none (one process)", secret_value=True,
     ),
     Setting(
-        "database_url", "--database-url", "CHANCTX_DATABASE_URL", _database_url,
+        "database_url", "--database-url", "CHANCTX_DATABASE_URL", database_url,
         "a postgresql:// URL",
         "the channel store on PostgreSQL, shared by replicas, instead of the data dir's SQLite",
         commands=SERVING, shown_default="none (SQLite in the data dir)", secret_value=True,
     ),
     Setting(
-        "turn_lease", "--turn-lease", "CHANCTX_TURN_LEASE", _seconds,
+        "turn_lease", "--turn-lease", "CHANCTX_TURN_LEASE", seconds,
         "a positive number of seconds",
         "with Redis: a dead replica's turns are answered by another after this long",
         commands=SERVING, shown_default="30 s",
     ),
     Setting(
-        "change_retention", "--change-retention", "CHANCTX_CHANGE_RETENTION", _positive_int,
+        "change_retention", "--change-retention", "CHANCTX_CHANGE_RETENTION", positive_int,
         "a positive whole number of changes",
         "with Redis: changes the shared stream keeps, for replicas that start late",
         commands=SERVING,
     ),
     Setting(
-        "api_keys", "--api-keys", "CHANCTX_API_KEYS", _path, "a file path",
+        "api_keys", "--api-keys", "CHANCTX_API_KEYS", path, "a file path",
         "the query API's keys file (key -> channel ids or \"*\"); without it the API is off "
         "(replay --serve: open to loopback)",
         commands=ALL, shown_default="none (API off)",
     ),
     Setting(
-        "claude_deadline", "--claude-deadline", "CHANCTX_CLAUDE_DEADLINE", _seconds,
+        "claude_deadline", "--claude-deadline", "CHANCTX_CLAUDE_DEADLINE", seconds,
         "a positive number of seconds", "longest a turn may spend with Claude, tools included",
         shown_default="120 s",
     ),
     Setting(
-        "max_wait", "--max-wait", "CHANCTX_MAX_WAIT", _seconds, "a positive number of seconds",
+        "max_wait", "--max-wait", "CHANCTX_MAX_WAIT", seconds, "a positive number of seconds",
         "rate-limit time a turn may wait for a thread before answering with what it has",
         shown_default="60 s",
     ),
     Setting(
-        "stale_serve_ttl", "--stale-serve-ttl", "CHANCTX_STALE_SERVE_TTL", _seconds,
+        "stale_serve_ttl", "--stale-serve-ttl", "CHANCTX_STALE_SERVE_TTL", seconds,
         "a positive number of seconds",
         "a thread fetched this recently is served, with a note, when a refresh fails",
         shown_default="3600 s",
     ),
     Setting(
         "slack_fetches_per_turn", "--slack-fetches-per-turn", "CHANCTX_SLACK_FETCHES_PER_TURN",
-        _non_negative_int, "a whole number (0 or more)",
+        non_negative_int, "a whole number (0 or more)",
         "Slack fetches Claude's tools may make for one answer (threads not cached)",
     ),
     Setting(
-        "curator", "--curator", "CHANCTX_CURATOR", _choice("off", "offline", "claude"),
+        "curator", "--curator", "CHANCTX_CURATOR", choice("off", "offline", "claude"),
         "one of off, offline, claude",
         "who grows the channel playbooks after each answer: nobody, the offline rules, or one "
         "cheap Claude call", choices=("off", "offline", "claude"),
         shown_default="off (replay: offline)",
     ),
     Setting(
-        "curator_model", "--curator-model", "CHANCTX_CURATOR_MODEL", _text, "a model id",
+        "curator_model", "--curator-model", "CHANCTX_CURATOR_MODEL", text_value, "a model id",
         "the model of --curator claude",
     ),
     Setting(
-        "helpful_reactions", "--helpful-reactions", "CHANCTX_HELPFUL_REACTIONS", _names,
+        "helpful_reactions", "--helpful-reactions", "CHANCTX_HELPFUL_REACTIONS", names,
         "reaction names separated by commas",
         "reactions on an answer that say it helped (feedback, the playbook's counters)",
         shown_default="+1, thumbsup, white_check_mark, heavy_check_mark, tada",
     ),
     Setting(
-        "harmful_reactions", "--harmful-reactions", "CHANCTX_HARMFUL_REACTIONS", _names,
+        "harmful_reactions", "--harmful-reactions", "CHANCTX_HARMFUL_REACTIONS", names,
         "reaction names separated by commas",
         "reactions on an answer that say it did not help", shown_default="-1, thumbsdown, x, no_entry_sign",
     ),
     Setting(
-        "playbook_embed", "--playbook-embed", "CHANCTX_PLAYBOOK_EMBED", _text, "MODULE:FUNCTION",
+        "playbook_embed", "--playbook-embed", "CHANCTX_PLAYBOOK_EMBED", text_value, "MODULE:FUNCTION",
         "an embedding model for merging near-duplicate playbook bullets (a function from texts "
         "to vectors)", shown_default="none (word overlap)",
     ),
     Setting(
-        "claude", "--no-claude", "CHANCTX_CLAUDE", _switch, "1 or 0",
+        "claude", "--no-claude", "CHANCTX_CLAUDE", switch, "1 or 0",
         "context only: answer nothing (CHANCTX_CLAUDE=0)", switch_value=False,
         shown_default="answer with Claude",
     ),
     # Slack's rate tier and the background backfill.
     Setting(
-        "slack_tier", "--slack-tier", "CHANCTX_SLACK_TIER", _choice("standard", "limited"),
+        "slack_tier", "--slack-tier", "CHANCTX_SLACK_TIER", choice("standard", "limited"),
         "one of standard, limited",
         "Slack's limit on history reads: standard (Tier 3, internal and Marketplace apps) or "
         "limited (1 call a minute of 15 messages, other distributed apps)",
@@ -423,18 +329,18 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "slack_minute_seconds", "--slack-minute-seconds", "CHANCTX_SLACK_MINUTE_SECONDS",
-        _seconds, "a positive number of seconds",
+        seconds, "a positive number of seconds",
         "tests only: how long the tier's minute lasts (the fake Slack's own knob)",
         commands=SERVING, shown_default="60 s",
     ),
     Setting(
-        "backfill", "--backfill", "CHANCTX_BACKFILL", _choice("off", "recent", "all"),
+        "backfill", "--backfill", "CHANCTX_BACKFILL", choice("off", "recent", "all"),
         "one of off, recent, all",
         "page older channel history into the store in the background: off, recent "
         "(--backfill-days back) or all", commands=SERVING, choices=("off", "recent", "all"),
     ),
     Setting(
-        "backfill_days", "--backfill-days", "CHANCTX_BACKFILL_DAYS", _positive_int,
+        "backfill_days", "--backfill-days", "CHANCTX_BACKFILL_DAYS", positive_int,
         "a positive whole number of days", "how far back --backfill recent reaches",
         commands=SERVING,
     ),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from chanctx.bot.cli import main
-from chanctx.bot.launch.options import redacted_url
+from chanctx.bot.launch.option_values import redacted_url
 from hypothesis import given
 from hypothesis import strategies as st
 
