@@ -79,7 +79,9 @@ def _send(port: int, bodies: Sequence[bytes], refused: list[int]) -> None:
         headers = {
             "Content-Type": "application/json",
             "X-Slack-Request-Timestamp": stamp,
-            "X-Slack-Signature": verifier.generate_signature(timestamp=stamp, body=body.decode()),
+            "X-Slack-Signature": str(
+                verifier.generate_signature(timestamp=stamp, body=body.decode())
+            ),
         }
         connection.request("POST", "/slack/events", body=body, headers=headers)
         response = connection.getresponse()
