@@ -2,7 +2,10 @@
 
 Bolt's ``App`` is synchronous and, with ``process_before_response``, records every event (and
 fsyncs a question into the turn journal) before it answers; so dispatch runs in a worker thread,
-never on the event loop. Whatever a client sends gets a 2xx or a 4xx: headers too large (431),
+never on the event loop. The events no listener answers (channel messages, edits, deletions,
+reactions) skip it: the envelope, parsed once here, goes to the app's quick path
+(``GuardedApp.quick``, bot/events/quick_intake.py), which stores them in batches and answers
+each after its commit; the events path is served ahead of Starlette's middleware and router. Whatever a client sends gets a 2xx or a 4xx: headers too large (431),
 a body too large (413), too slow (408), not UTF-8 or nested too deep (400), a bad signature
 (401, checked on the bytes: ``signature.py``). An envelope that makes our own code fail is
 logged in one line and acknowledged (200), so Slack does not retry a poison event forever; only
