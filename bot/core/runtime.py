@@ -166,7 +166,7 @@ class Runtime:
 
     def intake(self, event: Mapping[str, Any]) -> None:
         self.engine.handle(event)  # the engine locks its caches itself
-        self._feedback_of(event)
+        self.feedback_of(event)
 
     def publish(self, event: Mapping[str, Any], event_id: str | None) -> bool:
         """Replicas: record an event in the change stream (every replica's engine reads it
@@ -181,10 +181,11 @@ class Runtime:
         if event_id:
             with self.lock:
                 self._seen_events[event_id] = True
-        self._feedback_of(event)
+        self.feedback_of(event)
         return True
 
-    def _feedback_of(self, event: Mapping[str, Any]) -> None:
+    def feedback_of(self, event: Mapping[str, Any]) -> None:
+        """A reaction on one of our answers is a vote (after the event is stored)."""
         if self.feedback is not None and event.get("type") in (
             "reaction_added",
             "reaction_removed",

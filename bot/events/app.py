@@ -8,6 +8,7 @@ from typing import Any
 
 from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.events.listeners import register
+from chanctx.bot.events.quick_intake import QuickIntake
 from chanctx.bot.events.workspaces import Workspaces, register_uninstall
 from chanctx.bot.slack.envelope import GuardedApp
 from slack_bolt import App
@@ -33,8 +34,10 @@ def build_app(
 
     Listeners run inside ``dispatch`` (``process_before_response``): they only record and
     enqueue, which takes microseconds, so the ack is still immediate, and events are handled in
-    the order they arrive. The slow work runs on the answer runner, never on the ack path. ``before`` middleware runs ahead of intake (``record``
-    uses it to see every delivery, retries included).
+    the order they arrive. The slow work runs on the answer runner, never on the ack path.
+    ``before`` middleware runs ahead of intake (``record`` uses it to see every delivery,
+    retries included), so with it every event is dispatched; without it the HTTP layer records
+    the events no listener answers on its own quick path (bot/events/quick_intake.py).
     """
     client: WebClient = runtime.client
     app = GuardedApp(
@@ -50,6 +53,8 @@ def build_app(
     for middleware in before:
         app.use(middleware)
     register(app, lambda team: runtime)  # one workspace: one runtime for every request
+    if not before:  # what ``before`` sees must go through dispatch
+        app.quick = QuickIntake(lambda team: runtime)
     return app
 
 
@@ -89,4 +94,5 @@ def build_oauth_app(
     )
     register_uninstall(app, workspaces)  # before the catch-all listener
     register(app, workspaces.runtime_for)
+    app.quick = QuickIntake(workspaces.running)
     return app

@@ -68,6 +68,13 @@ class Workspaces:
         with self._lock:
             return sorted(self._runtimes)
 
+    def running(self, team: str | None) -> Runtime | None:
+        """The team's runtime if it is running here; never builds one (never blocks)."""
+        if team is None:
+            return None
+        with self._lock:
+            return self._runtimes.get(team)
+
     def runtime_for(self, team: str | None) -> Runtime | None:
         """The team's runtime, built on first use; None if it is not installed here."""
         if team is None or not _TEAM.fullmatch(team):

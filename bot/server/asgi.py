@@ -2,7 +2,10 @@
 
 Bolt's ``App`` is synchronous and, with ``process_before_response``, records every event (and
 fsyncs a question into the turn journal) before it answers; so dispatch runs in a worker thread,
-never on the event loop. Whatever a client sends gets a 2xx or a 4xx: headers too large (431),
+never on the event loop. The events no listener answers (channel messages, edits, deletions,
+reactions) skip it: the envelope, parsed once here, goes to the app's quick path
+(``GuardedApp.quick``, bot/events/quick_intake.py), which stores them in batches and answers
+each after its commit; the events path is served ahead of Starlette's middleware and router. Whatever a client sends gets a 2xx or a 4xx: headers too large (431),
 a body too large (413), too slow (408), not UTF-8 or nested too deep (400), a bad signature
 (401, checked on the bytes: ``signature.py``). An envelope that makes our own code fail is
 logged in one line and acknowledged (200), so Slack does not retry a poison event forever; only
@@ -13,13 +16,18 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 from urllib.parse import parse_qs
 
 from chanctx.bot.server.bodies import BodyRefused, bounded_body
 from chanctx.bot.server.signature import BytesVerifier
-from chanctx.bot.slack.envelope import STORE_FAILED, describe_error, parse_json_payload
+from chanctx.bot.slack.envelope import (
+    STORE_FAILED,
+    GuardedApp,
+    describe_error,
+    parse_json_payload,
+)
 from chanctx.cache.channel_store import StoreUnavailable as DatabaseUnavailable
 from chanctx.manifest_store import StoreUnavailable
 from slack_bolt import App
@@ -29,11 +37,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
 
 __all__ = ["MAX_BODY", "build_asgi_app"]
 
 logger = logging.getLogger("chanctx.server")
 MAX_BODY: Final = 1 << 20  # Slack's event payloads are far smaller; refuse anything huge
+QUICK_BODY: Final = 64 * 1024  # bodies parsed on the event loop: any event Slack sends
 MAX_HEADERS: Final = 16 * 1024  # Slack sends well under 2 KB of headers
 BODY_TIMEOUT: Final = 10.0  # seconds to send a whole body: a slow client holds nothing longer
 
@@ -42,28 +52,70 @@ def _text(status: int, message: str) -> Response:
     return JSONResponse({"ok": False, "error": message}, status_code=status)
 
 
-def _refusal(body: bytes, content_type: str) -> Response | None:
-    """What to answer a body Bolt must not parse: not UTF-8 or not JSON (400), nested too deep
-    (400), or an envelope Bolt would crash on (acknowledged and logged); None: dispatch it."""
+def _parsed(body: bytes, content_type: str) -> tuple[Response | None, Any]:
+    """(what to answer a body Bolt must not parse, or None; the JSON envelope when the body is
+    one). Refused: not UTF-8 or not JSON (400), nested too deep (400), or an envelope Bolt
+    would crash on (acknowledged and logged)."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        return _text(400, "body is not UTF-8")
-    if "form-urlencoded" in content_type:
+        return _text(400, "body is not UTF-8"), None
+    form = "form-urlencoded" in content_type
+    if form:
         # Interactivity and commands: the JSON, if any, is in the ``payload`` field.
         fields = parse_qs(text, keep_blank_values=True)
         payloads = fields.get("payload")
         if not payloads:
-            return None
+            return None, None
         text = payloads[0]
     try:
-        _, reason = parse_json_payload(text)
+        envelope, reason = parse_json_payload(text)
     except ValueError as error:
-        return _text(400, f"body is not JSON: {str(error)[:200]}")
+        return _text(400, f"body is not JSON: {str(error)[:200]}"), None
     if reason is not None:
         logger.warning("acknowledged and dropped a malformed payload: %s", reason)
+        return Response(status_code=200), None
+    return None, None if form else envelope
+
+
+def _status(status: int) -> Response:
+    if status == STORE_FAILED:
+        return _text(503, "could not store the event; retry")
+    return Response(status_code=status)
+
+
+def _answer(bolt: App, request: Request, body: bytes, *, checked: bool) -> Response:
+    """Bolt's dispatch, on a worker thread (after the body is checked, unless ``checked``
+    says the event loop did that already)."""
+    if not checked:
+        refused, _ = _parsed(body, request.headers.get("content-type", ""))
+        if refused is not None:
+            return refused
+    try:
+        try:
+            bolt_request = to_bolt_request(request, body)
+        except UnicodeDecodeError:
+            return _text(400, "body is not UTF-8")
+        except Exception as error:  # Bolt parses the body: JSON that is not an object, ...
+            return _text(400, f"body is not a Slack payload ({type(error).__name__})")
+        response = bolt.dispatch(bolt_request)
+    except OSError as error:
+        logger.warning("could not store an event (%s): Slack will retry it", describe_error(error))
+        return _text(503, "could not store the event; retry")
+    except Exception as error:
+        logger.warning(
+            "an event failed (%s); acknowledged so Slack does not retry it forever",
+            describe_error(error),
+        )
+        logger.debug("event failure", exc_info=error)
         return Response(status_code=200)
-    return None
+    if response.status == STORE_FAILED:
+        return _text(503, "could not store the event; retry")
+    if response.status >= 500:
+        # Bolt turned a failure of ours into a 5xx; the event is logged, not retried.
+        logger.warning("acknowledging an event Bolt answered %d for", response.status)
+        return Response(status_code=200)
+    return to_starlette_response(response)
 
 
 def build_asgi_app(
@@ -81,7 +133,15 @@ def build_asgi_app(
     replicas: Redis answers, the change stream read); ``status``: more to say on ``/readyz``.
     ``signing_secret``: checked here first, so an unsigned body is a 401 whatever its shape
     (Bolt checks again; parsing what nobody signed is not our business)."""
-    verifier = BytesVerifier(signing_secret) if signing_secret else None
+    # The secret Bolt would check with, when none is given here: the quick path skips Bolt's
+    # own check, so the same one runs here first.
+    secret = signing_secret or (bolt.signing_secret if isinstance(bolt, GuardedApp) else None)
+    verifier = BytesVerifier(secret) if secret else None
+    bolt_verifies = not isinstance(bolt, GuardedApp) or bolt.signing_secret is not None
+    # Taken only where the signature was checked here, or Bolt checks none either.
+    quick = bolt.quick if isinstance(bolt, GuardedApp) else None
+    if verifier is None and bolt_verifies:
+        quick = None
 
     async def events(request: Request) -> Response:
         header_bytes = sum(len(k) + len(v) for k, v in request.headers.raw)
@@ -98,38 +158,25 @@ def build_asgi_app(
             headers.get("x-slack-signature"),
         ):
             return _text(401, "invalid or stale signature")
-        # Off the event loop: a body nested thousands deep takes a while to refuse, and
-        # /healthz must not wait for it.
-        refused = await run_in_threadpool(_refusal, body, headers.get("content-type", ""))
-        if refused is not None:
-            return refused
-        try:
-            bolt_request = to_bolt_request(request, body)
-        except UnicodeDecodeError:
-            return _text(400, "body is not UTF-8")
-        except Exception as error:  # Bolt parses the body: JSON that is not an object, ...
-            return _text(400, f"body is not a Slack payload ({type(error).__name__})")
-        try:
-            response = await run_in_threadpool(bolt.dispatch, bolt_request)
-        except OSError as error:
-            logger.warning(
-                "could not store an event (%s): Slack will retry it", describe_error(error)
-            )
-            return _text(503, "could not store the event; retry")
-        except Exception as error:
-            logger.warning(
-                "an event failed (%s); acknowledged so Slack does not retry it forever",
-                describe_error(error),
-            )
-            logger.debug("event failure", exc_info=error)
-            return Response(status_code=200)
-        if response.status == STORE_FAILED:
-            return _text(503, "could not store the event; retry")
-        if response.status >= 500:
-            # Bolt turned a failure of ours into a 5xx; the event is logged, not retried.
-            logger.warning("acknowledging an event Bolt answered %d for", response.status)
-            return Response(status_code=200)
-        return to_starlette_response(response)
+        content_type = headers.get("content-type", "")
+        if quick is not None and len(body) <= QUICK_BODY and "form-urlencoded" not in content_type:
+            # An event's envelope (a few KB) is parsed here, once; what the quick path does
+            # not take goes to Bolt.
+            refused, envelope = _parsed(body, content_type)
+            if refused is not None:
+                return refused
+            if isinstance(envelope, dict):
+                try:
+                    status = await quick.take(envelope)
+                except Exception as error:  # ours, not the client's: logged, acknowledged
+                    logger.warning("an event failed (%s); acknowledged", describe_error(error))
+                    return Response(status_code=200)
+                if status is not None:
+                    return _status(status)
+            return await run_in_threadpool(_answer, bolt, request, body, checked=True)
+        # Off the event loop: a large body nested thousands deep takes a while to refuse,
+        # and /healthz must not wait for it.
+        return await run_in_threadpool(_answer, bolt, request, body, checked=False)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"ok": True})
@@ -151,10 +198,40 @@ def build_asgi_app(
         Route("/readyz", readyz, methods=["GET"]),
         *extra_routes,
     ]
-    return Starlette(
+    return _EventsFirst(
+        events,
+        path,
         routes=routes,
         exception_handlers={StoreUnavailable: unavailable, DatabaseUnavailable: unavailable},
     )
+
+
+class _EventsFirst(Starlette):
+    """The app, with Slack's events path served before Starlette's middleware and router:
+    every event would otherwise pass two exception middlewares, the route table and a
+    request/response wrapper, which cost more than the signature check. ``events`` catches
+    what it can answer; anything else reaches uvicorn (a 500, logged), as through Starlette's
+    own error middleware."""
+
+    def __init__(
+        self, events: Callable[[Request], Awaitable[Response]], path: str, **settings: Any
+    ) -> None:
+        super().__init__(**settings)
+        self._events = events
+        self._path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["method"] == "POST"
+            and scope["path"] == self._path
+            and not scope.get("root_path")
+        ):
+            scope["app"] = self
+            response = await self._events(Request(scope, receive))
+            await response(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
 
 
 def describe(app: Starlette) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from slack_bolt import App, BoltRequest, BoltResponse
 
@@ -19,6 +19,7 @@ __all__ = [
     "MAX_DEPTH",
     "STORE_FAILED",
     "GuardedApp",
+    "QuickPath",
     "depth_over",
     "describe_error",
     "malformed",
@@ -138,13 +139,29 @@ def describe_error(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
+class QuickPath(Protocol):
+    """Events recorded without Bolt's dispatch (bot/events/quick_intake.py)."""
+
+    async def take(self, body: dict[str, Any]) -> int | None:
+        """The HTTP status answered for an event taken here; None: dispatch it."""
+        ...
+
+
 class GuardedApp(App):
     """Bolt's App, refusing (with a 200 and a warning) what its own middleware would crash on,
-    and answering ``STORE_FAILED`` when an event could not be stored."""
+    and answering ``STORE_FAILED`` when an event could not be stored.
+
+    ``quick``: the events the HTTP layer may record without dispatching them (None: all are
+    dispatched); ``signing_secret``: the secret Bolt checks requests with (None: it checks
+    none), so that the HTTP layer checks the same before it takes the quick path."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.error(_on_error)
+        self.quick: QuickPath | None = None
+        verifies = kwargs.get("request_verification_enabled", True)
+        secret = kwargs.get("signing_secret")
+        self.signing_secret: str | None = secret if verifies and isinstance(secret, str) else None
 
     def dispatch(self, req: BoltRequest) -> BoltResponse:
         reason = malformed(req.body)

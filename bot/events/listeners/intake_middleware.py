@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chanctx.bot.events.listeners.mentions import question_fault
+from chanctx.bot.events.quick_intake import NO_LISTENER_CHANNELS, record_alone
 from chanctx.bot.events.routing import current_or_none
 from chanctx.bot.slack.envelope import STORE_FAILED
 from slack_bolt import BoltRequest, BoltResponse
@@ -28,8 +29,6 @@ logger = logging.getLogger("chanctx.listeners")
 _REPLAYABLE = frozenset(
     {"app_mention", "message", "assistant_thread_started", "assistant_thread_context_changed"}
 )
-# Where a message event needs nothing after intake (a DM, "im", may be a question).
-_NO_LISTENER = frozenset({"channel", "group", "mpim"})
 
 
 class IntakeMiddleware(Middleware):
@@ -58,13 +57,10 @@ class IntakeMiddleware(Middleware):
                 return None
             logger.info("dropped a retried delivery of %s", body.get("event_id"))
             return BoltResponse(status=200, body="")
-        if event.get("type") == "message" and event.get("channel_type") in _NO_LISTENER:
-            # Recording is idempotent, so a retry of it needs no dedup either.
-            try:
-                runtime.intake(event)
-            except OSError as error:
-                return _refused(error)
-            return BoltResponse(status=200, body="")
+        if event.get("type") == "message" and event.get("channel_type") in NO_LISTENER_CHANNELS:
+            # What the HTTP layer's quick path does for it (bot/events/quick_intake.py); here
+            # for Socket Mode and for a Bolt app without that path.
+            return BoltResponse(status=record_alone(runtime, event, body.get("event_id")), body="")
         event_id = body.get("event_id")
         if not runtime.first_delivery(event_id):
             logger.info("dropped a retried delivery of %s", event_id)

@@ -1,0 +1,244 @@
+"""Ingest over HTTP with durability on: signed Events API ``message`` events from concurrent
+keep-alive senders into a real ``chanctx run --http``, each acknowledged only after the group
+commit holding it.
+
+    python -m bench ingest                       # 100,000 events a run
+    python -m bench.ingest --events 20000 --no-write
+
+Runs, one after another on the same bodies, each on a fresh data dir:
+
+- *now, on disk*: this checkout, ``synchronous=FULL`` (every group commit fsynced);
+- *now, tmpfs*: the same with the data dir on /dev/shm (the commits, no disk);
+- *now, without httptools and uvloop*: uvicorn on its pure-Python parser and asyncio's loop
+  (how chanctx ran before it asked for them), on disk;
+- *before*: the intake as it was before the quick path (``--before``, a commit; its ``bot/``,
+  ``cache/``, ... extracted with ``git archive`` and put first on ``PYTHONPATH``), without
+  httptools and uvloop, on disk.
+
+For each: events a second (wall clock, from the first send to the last acknowledgement), the
+server process's own CPU seconds per 1,000 events (user + system from ``/proc/<pid>/stat``:
+the senders share the machine's cores, so the rate alone says little on a loaded machine), the
+load average while it ran, and how many messages the store held afterwards (every event
+acknowledged must be there). chanctx has no store-less intake to compare with; "before" is
+the same product one change earlier.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
+from chanctx.bot.replay.fake_slack import FakeSlackAPI
+from chanctx.cache.channel_store import SqliteChannelStore
+from slack_sdk.signature import SignatureVerifier
+
+from bench._process import SECRET, BotProcess
+from bench._results import write_section
+from bench._served_process import ingest_bodies, slack_state, start_bot
+from bench.store import channel_id
+
+ROOT = Path(__file__).resolve().parents[1]
+# The intake before the quick path (the parent of the commit that added it).
+BEFORE = "e4fc8da"
+PACKAGES = ("bot", "cache", "context", "tools", "manifest_store", "fixtures")
+TARGET = 2_000  # events a second, durable (the issue's bar)
+
+
+@dataclass(frozen=True)
+class Run:
+    label: str
+    rate: float  # events a second
+    cpu_per_1000: float  # server CPU seconds per 1,000 events
+    load: float  # 1-minute load average at the end
+    stored: int
+    events: int
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _send(port: int, bodies: Sequence[bytes], refused: list[int]) -> None:
+    verifier = SignatureVerifier(SECRET)
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    for body in bodies:
+        stamp = str(int(time.time()))
+        headers = {
+            "Content-Type": "application/json",
+            "X-Slack-Request-Timestamp": stamp,
+            "X-Slack-Signature": str(
+                verifier.generate_signature(timestamp=stamp, body=body.decode())
+            ),
+        }
+        connection.request("POST", "/slack/events", body=body, headers=headers)
+        response = connection.getresponse()
+        response.read()
+        if response.status != 200:
+            refused.append(response.status)
+    connection.close()
+
+
+def plain_uvicorn(root: Path) -> Path:
+    """A directory that, first on ``PYTHONPATH``, hides httptools and uvloop (their import
+    fails), so uvicorn runs as it does without them."""
+    shadow = root / "plain-uvicorn"
+    for name in ("httptools", "uvloop"):
+        (shadow / name).mkdir(parents=True, exist_ok=True)
+        (shadow / name / "__init__.py").write_text(f"raise ImportError('{name} hidden')\n")
+    return shadow
+
+
+def checkout(commit: str, root: Path) -> Path:
+    """The packages of ``commit`` as an importable ``chanctx`` under ``root``."""
+    target = root / "before" / "chanctx"
+    target.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "archive", commit, *PACKAGES], cwd=ROOT, check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    (target / "__init__.py").write_text("")
+    return target.parent
+
+
+def run_one(
+    label: str, data_root: Path, bodies: Sequence[bytes], senders: int, path: Sequence[Path]
+) -> Run:
+    channels = [channel_id(900_000 + n) for n in range(1_000)]
+    data = data_root / "data"
+    data.mkdir(parents=True)
+    env = {"PYTHONPATH": os.pathsep.join(str(p) for p in path)} if path else {}
+    with FakeSlackAPI(slack_state(channels)) as slack, FakeAnthropicAPI() as claude:
+        bot = BotProcess(data, slack.url, claude.url, env=env)
+        start_bot(bot, bot.url.removesuffix("/slack/events"))
+        assert bot.process is not None
+        pid = bot.process.pid
+        print(f"{label}: sending {len(bodies):,} events", flush=True)
+        refused: list[int] = []
+        try:
+            cpu_before, started = cpu_seconds(pid), time.perf_counter()
+            threads = [
+                threading.Thread(target=_send, args=(bot.port, bodies[first::senders], refused))
+                for first in range(senders)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            took = time.perf_counter() - started
+            cpu = cpu_seconds(pid) - cpu_before
+            load = os.getloadavg()[0]
+        finally:
+            bot.stop()
+    if refused:
+        raise RuntimeError(f"{len(refused)} events refused ({refused[:5]}) on {label}")
+    reader = SqliteChannelStore(data, read_only=True)
+    try:
+        stored = reader.stats().messages
+    finally:
+        reader.close()
+    done = Run(label, len(bodies) / took, cpu / len(bodies) * 1000, load, stored, len(bodies))
+    print(
+        f"{label}: {done.rate:,.0f} events/s, {done.cpu_per_1000:.2f} CPU s per 1,000, "
+        f"load {load:.1f}, {stored:,} stored",
+        flush=True,
+    )
+    return done
+
+
+def report(args: argparse.Namespace, runs: list[Run]) -> str:
+    by = {run.label: run for run in runs}
+    now, before = by["now, on disk"], by.get("before, on disk")
+    lines = [
+        f"`python -m bench.ingest --events {args.events} --senders {args.senders}`: "
+        f"{args.events:,} signed `message` events (100 channels, chat-like text of 6-20 "
+        f"words, one in ten a thread reply) from {args.senders} keep-alive senders into a real "
+        "`chanctx run --http` on a fresh data dir, each acknowledged only after the group "
+        "commit holding it; the runs one after another in one process of this bench, the "
+        "senders on the same 2 cores as the server.",
+        "",
+        "| intake | data dir | events/s | server CPU s per 1,000 events | load (1 min) | stored |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for run in runs:
+        intake, _, where = run.label.rpartition(", ")
+        lines.append(
+            f"| {intake} | {where} | {run.rate:,.0f} | {run.cpu_per_1000:.2f} | "
+            f"{run.load:.1f} | {run.stored:,} |"
+        )
+    lines += [
+        "",
+        "*now*: this commit (events no listener answers recorded on the quick path, in "
+        "batches: `bot/events/quick_intake.py`), with httptools and uvloop; *plain uvicorn*: "
+        "the same code with both hidden; *before*: commit "
+        f"`{args.before}` (every event through Bolt's dispatch on a worker thread each) "
+        "without them, as it shipped. *on disk*: `synchronous=FULL`, every group commit "
+        "fsynced; *tmpfs*: /dev/shm.",
+        "",
+    ]
+    shm = by.get("now, tmpfs")
+    summary = f"Durable now: **{now.rate:,.0f} events/s** at {now.cpu_per_1000:.2f} CPU s per 1,000"
+    if before is not None:
+        summary += (
+            f"; before: {before.rate:,.0f} events/s at {before.cpu_per_1000:.2f} "
+            f"({before.cpu_per_1000 / now.cpu_per_1000:.1f}x the CPU per event, "
+            f"{now.rate / before.rate:.2f}x the rate)"
+        )
+    if shm is not None:
+        summary += f"; tmpfs / disk {shm.rate / now.rate:.2f}x"
+    ceiling = 1000 / now.cpu_per_1000
+    summary += (
+        f". The server's CPU per event puts its ceiling at about {ceiling:,.0f} events/s "
+        f"with a whole core to itself (target {TARGET:,} durable)."
+    )
+    lines.append(summary)
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.ingest")
+    parser.add_argument("--events", type=int, default=100_000, help="signed events a run")
+    parser.add_argument("--senders", type=int, default=8, help="keep-alive connections")
+    parser.add_argument("--before", default=BEFORE, help="the commit to compare with")
+    parser.add_argument("--no-before", action="store_true", help="skip the old commit's run")
+    parser.add_argument("--no-write", action="store_true", help="print, leave RESULTS.md")
+    args = parser.parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="chanctx-bench-ingest-"))
+    shm = Path(tempfile.mkdtemp(prefix="chanctx-bench-ingest-", dir="/dev/shm"))
+    try:
+        bodies = ingest_bodies(args.events, channels=100)
+        plain = plain_uvicorn(root)
+        runs = [run_one("now, on disk", root / "now", bodies, args.senders, ())]
+        if not args.no_before:
+            old = checkout(args.before, root)
+            runs.append(
+                run_one("before, on disk", root / "old", bodies, args.senders, (plain, old))
+            )
+        runs.append(run_one("now, tmpfs", shm / "now", bodies, args.senders, ()))
+        runs.append(
+            run_one("now, plain uvicorn, on disk", root / "plain", bodies, args.senders, (plain,))
+        )
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
+    body = report(args, runs)
+    print(body)
+    if not args.no_write:
+        write_section("Ingest over HTTP", body)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,224 @@
+"""Intake without Bolt's dispatch, for the events no listener answers, in batches.
+
+Most of what Slack sends a busy workspace is people's messages in channels, their edits and
+deletions, and reactions. For these chanctx only records: the event is stored (fsynced, before
+the ack) and nothing after intake acts on it (channels are answered on ``app_mention``,
+reactions are votes counted by intake itself). Bolt's dispatch around that (a second parse of
+the body, a request context, a middleware chain, listener matching) and a worker thread per
+request, each woken once per group commit, cost the process far more CPU than the intake.
+
+``QuickIntake.take`` runs on the event loop with the envelope the HTTP layer parsed (once) and
+checked: it picks the event out and queues it for one intake thread, which takes whatever is
+waiting at once and, for each workspace's share of it, runs the steps the intake middleware
+runs for one event:
+
+- dedup of Slack's retries (``first_delivery``) for the events the middleware dedups (a
+  message is recorded idempotently, so a retry of it needs none);
+- what each event means (``intake``), all they store written in one commit through the
+  workspace's channel record (an ``OSError``: none of them is stored, each is refused with
+  ``STORE_FAILED`` so Slack delivers it again, and a deduped one's id is forgotten so the
+  retry gets through), then each applied to the caches in order, reactions counted as votes;
+- the answers, all set with one wake-up of the event loop.
+
+Everything else (mentions, DMs, the assistant pane, commands, url_verification, installs,
+replicas' change stream, a workspace whose runtime is not running yet) goes through Bolt.
+The HTTP layer only asks here after it checked the request's signature on the bytes, or when
+the Bolt app checks none (``GuardedApp.signing_secret``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from chanctx.bot.core.channel_record import store_events
+from chanctx.bot.core.runtime import Runtime
+from chanctx.bot.slack.envelope import STORE_FAILED, describe_error
+from chanctx.bot.slack.intake import intake
+from slack_bolt.request.internals import extract_team_id
+
+__all__ = ["NO_LISTENER_CHANNELS", "QuickIntake", "intake_many", "record_alone"]
+
+logger = logging.getLogger("chanctx.listeners")
+# Where a message event needs nothing after intake (a DM, "im", may be a question).
+NO_LISTENER_CHANNELS: Final = frozenset({"channel", "group", "mpim"})
+# Events recorded by intake alone whose retries are dropped by their event id.
+_DEDUPED: Final = frozenset({"reaction_added", "reaction_removed"})
+MAX_BATCH: Final = 1_000  # events one intake pass takes: one commit, one wake-up
+
+# (team id) -> the team's runtime if it is running here; never builds one (never blocks).
+RunningRuntime = Callable[[str | None], Runtime | None]
+
+
+def needs_no_listener(event: Mapping[str, Any]) -> bool:
+    """Whether intake alone is everything chanctx does with this event."""
+    kind = event.get("type")
+    if kind == "message":
+        return event.get("channel_type") in NO_LISTENER_CHANNELS
+    return kind in _DEDUPED
+
+
+def record_alone(runtime: Runtime, event: Mapping[str, Any], event_id: object) -> int:
+    """Store one event no listener answers, on the caller's thread (Bolt's intake middleware:
+    Socket Mode, or an app without the quick path); the status to answer."""
+    dedup = event.get("type") != "message"
+    if dedup and not runtime.first_delivery(event_id if isinstance(event_id, str) else None):
+        logger.info("dropped a retried delivery of %s", event_id)
+        return 200
+    try:
+        runtime.intake(event)  # in the channel store (fsynced) before the ack
+    except OSError as error:
+        if dedup:
+            runtime.refused(event_id)  # Slack's retry of it must get through
+        logger.error("could not store an event, so it is refused: %s", error)
+        return STORE_FAILED
+    return 200
+
+
+def intake_many(runtime: Runtime, events: Sequence[Mapping[str, Any]]) -> None:
+    """``runtime.intake`` of several events with one commit for all they store (an OSError:
+    none of them is stored), then each applied to the caches in order.
+
+    Only for events ``needs_no_listener`` takes: ``engine.handle`` does the same for one
+    event, plus what only a mention (``only_if_new``) or a deleted channel needs."""
+    engine = runtime.engine
+    actions = [intake(event, engine.me) for event in events]
+    if engine.record is not None:
+        team = engine.record.team
+        engine.record.write(
+            [
+                stored
+                for action, event in zip(actions, events, strict=True)
+                for stored in store_events(team, action, event)
+            ]
+        )
+    for action, event in zip(actions, events, strict=True):
+        engine.apply(action, store=False)
+        runtime.feedback_of(event)
+
+
+@dataclass
+class _Waiting:
+    runtime: Runtime
+    event: dict[str, Any]
+    event_id: object
+    answer: asyncio.Future[int]
+    status: int = field(default=200)
+
+
+class QuickIntake:
+    """``await take(envelope)``: the status answered for an event recorded here, or None when
+    the envelope is Bolt's to dispatch."""
+
+    def __init__(self, running: RunningRuntime) -> None:
+        self._running = running
+        self._queue: list[_Waiting] = []
+        self._ready = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    async def take(self, body: dict[str, Any]) -> int | None:
+        if body.get("type") != "event_callback":
+            return None
+        event = body.get("event")
+        if not isinstance(event, dict) or not needs_no_listener(event):
+            return None
+        team = extract_team_id(body)
+        runtime = self._running(team if isinstance(team, str) else None)
+        if runtime is None or runtime.replicas is not None:
+            # Not running here yet (Bolt builds it, or says it is not installed), or
+            # replicas: the change stream records it.
+            return None
+        answer: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        with self._ready:
+            self._queue.append(_Waiting(runtime, event, body.get("event_id"), answer))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="quick-intake", daemon=True)
+                self._thread.start()
+            self._ready.notify()
+        return await answer
+
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                while not self._queue:
+                    self._ready.wait()
+                taken, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+            by_runtime: dict[int, list[_Waiting]] = {}
+            for waiting in taken:
+                by_runtime.setdefault(id(waiting.runtime), []).append(waiting)
+            for share in by_runtime.values():
+                try:
+                    _record(share)
+                except Exception as error:  # a dedup lookup failed: nothing is known stored
+                    logger.error(
+                        "could not take %d events, so they are refused: %s", len(share), error
+                    )
+                    for waiting in share:
+                        waiting.status = STORE_FAILED
+            by_loop: dict[asyncio.AbstractEventLoop, list[_Waiting]] = {}
+            for waiting in taken:
+                by_loop.setdefault(waiting.answer.get_loop(), []).append(waiting)
+            for loop, answered in by_loop.items():
+                try:
+                    loop.call_soon_threadsafe(_answer_all, answered)
+                except RuntimeError:  # that server stopped: nobody waits for these answers
+                    continue
+
+
+def _record(share: list[_Waiting]) -> None:
+    """One workspace's share of a batch: deduped, stored in one commit, applied."""
+    runtime = share[0].runtime
+    fresh: list[_Waiting] = []
+    for waiting in share:
+        event_id = waiting.event_id
+        if waiting.event.get("type") != "message" and not runtime.first_delivery(
+            event_id if isinstance(event_id, str) else None
+        ):
+            logger.info("dropped a retried delivery of %s", event_id)
+            continue
+        fresh.append(waiting)
+    if not fresh:
+        return
+    if len(fresh) == 1:  # alone: the same call the intake middleware makes
+        _one(fresh[0])
+        return
+    try:
+        intake_many(runtime, [waiting.event for waiting in fresh])
+    except OSError as error:
+        logger.error("could not store %d events, so they are refused: %s", len(fresh), error)
+        for waiting in fresh:
+            _refuse(waiting)
+    except Exception as error:
+        # Not the disk: one event of an unexpected shape. Each on its own, so it alone fails.
+        logger.debug("batch failure", exc_info=error)
+        for waiting in fresh:
+            _one(waiting)
+
+
+def _one(waiting: _Waiting) -> None:
+    try:
+        waiting.runtime.intake(waiting.event)
+    except OSError as error:
+        logger.error("could not store an event, so it is refused: %s", error)
+        _refuse(waiting)
+    except Exception as error:
+        logger.warning(
+            "an event failed (%s); acknowledged so Slack does not retry it forever",
+            describe_error(error),
+        )
+
+
+def _refuse(waiting: _Waiting) -> None:
+    waiting.status = STORE_FAILED
+    if waiting.event.get("type") != "message":
+        waiting.runtime.refused(waiting.event_id)  # Slack's retry of it must get through
+
+
+def _answer_all(taken: list[_Waiting]) -> None:
+    for waiting in taken:
+        if not waiting.answer.done():  # the client may have gone (the request cancelled)
+            waiting.answer.set_result(waiting.status)
