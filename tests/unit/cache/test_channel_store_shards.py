@@ -109,9 +109,9 @@ def _store_at_row_id(tmp_path: Path, next_id: int) -> SqliteChannelStore:
 def test_bulk_rows_across_a_shard_boundary_and_an_erase_merges_one_shard(tmp_path: Path) -> None:
     boundary = 1 << SHARD_BITS
     store = _store_at_row_id(tmp_path, boundary - 3)
-    rows = [plain_message_row(ts(n), "U1", f"alpha{n} shared") for n in range(6)]
+    rows = [plain_message_row(ts(n), "U1", f"alpha{n} common") for n in range(6)]
     post_rows(store, T, "C1", rows)
-    found = store.search_candidates(T, "C1", ["shared"], 10)
+    found = store.search_candidates(T, "C1", ["common"], 10)
     assert sorted(c.ts for c in found) == [ts(n) for n in range(6)]
     assert [c.ts for c in store.search_candidates(T, "C1", ["alpha5"], 10)] == [ts(5)]
     store.write([msg(10, "zyzzyvaword in the old shard")])  # lands in shard 1
@@ -125,7 +125,7 @@ def test_bulk_rows_across_a_shard_boundary_and_an_erase_merges_one_shard(tmp_pat
     assert b"zyzzyvaword" not in disk(tmp_path)
     with SqliteChannelStore(tmp_path) as store:
         assert store.search_candidates(T, "C1", ["zyzzyvaword"], 5) == []
-        assert len(store.search_candidates(T, "C1", ["shared"], 10)) == 6
+        assert len(store.search_candidates(T, "C1", ["common"], 10)) == 6
 
 
 # The version-1 schema as chanctx wrote it: one contentless FTS5 table per channel.
