@@ -59,7 +59,7 @@ TRANSIENT_ERRORS: Final = frozenset(
 
 def backoff(attempts: int) -> float:
     """Seconds to wait before retry number ``attempts`` (1, 2, ...) of a failed call."""
-    return min(_BACKOFF * 2 ** (attempts - 1), _MAX_BACKOFF)
+    return min(_BACKOFF * 2.0 ** (attempts - 1), _MAX_BACKOFF)
 
 
 class SlackUnavailable(ChanctxError):

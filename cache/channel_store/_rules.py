@@ -5,21 +5,25 @@ person. One place, so the SQLite and PostgreSQL stores cannot drift apart on the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from chanctx.cache import ts_key
 from chanctx.cache.channel_store._records import MessageEdited, ReactionChanged, WriteResult
-from chanctx.cache.channel_store._rows import version_of
+from chanctx.cache.channel_store._rows import MessageRow, version_of
 from chanctx.context import Message, Reaction
 
 __all__ = [
     "Posted",
+    "RowColumns",
     "StoredRow",
     "edited",
     "posted_over",
     "reacted",
     "reacted_row",
+    "same_copy",
+    "sort_posts",
     "tally",
     "thread_rank",
 ]
@@ -150,3 +154,57 @@ def tally(result: WriteResult, refused: Refused) -> None:
         result.deleted += 1
     else:
         result.known += 1
+
+
+class RowColumns(Protocol):
+    """A stored row's columns, as a bulk post compares them with an incoming row."""
+
+    ts: str
+    thread_ts: str | None
+    user_id: str
+    text: str
+    reply_count: int
+    flags: int
+    more: str | None
+    version: int
+
+
+def same_copy(old: RowColumns, row: MessageRow) -> bool:
+    """The stored row already holds exactly this copy (so the rule says "known")."""
+    return (
+        old.ts == row[1]
+        and old.thread_ts == row[3]
+        and old.user_id == row[4]
+        and old.text == row[5]
+        and old.reply_count == row[6]
+        and old.flags == row[7]
+        and old.more == row[8]
+        and old.version == row[9]
+    )
+
+
+def sort_posts(
+    rows: Sequence[MessageRow],
+    erased_through: int | None,
+    horizon: int | None,
+    result: WriteResult,
+) -> tuple[dict[int, MessageRow], list[MessageRow], set[int]]:
+    """A bulk post's rows sorted by how they must go in: the first copy of each key (``fresh``,
+    the candidates for the bulk insert), the rest in order through the per-event rule (a
+    tombstone, or a key seen twice: order matters), and the keys of those. Rows of a
+    forgotten range or past retention are only counted."""
+    fresh: dict[int, MessageRow] = {}
+    one_by_one: list[MessageRow] = []
+    slow_keys: set[int] = set()
+    for row in rows:
+        key = row[0]
+        if row[10] or key in fresh or key in slow_keys:
+            one_by_one.append(row)
+            slow_keys.add(key)
+        elif erased_through is not None and key <= erased_through:
+            result.deleted += 1
+        elif horizon is not None and key < horizon:
+            result.expired += 1
+        else:
+            fresh[key] = row
+    return fresh, one_by_one, slow_keys

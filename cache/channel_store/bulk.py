@@ -32,6 +32,7 @@ from chanctx.cache.channel_store._rows import (
     more_json,
     row_from_message,
 )
+from chanctx.cache.channel_store._rules import same_copy, sort_posts
 from chanctx.cache.channel_store.postgres import PostgresChannelStore
 from chanctx.cache.channel_store.sqlite import SqliteChannelStore
 from chanctx.context import FileRef, Message
@@ -148,20 +149,7 @@ def _post(
 ) -> None:
     chan, erased_through = applier.channel(team, channel)
     horizon = applier.horizon
-    fresh: dict[int, MessageRow] = {}  # first copy of each key: the bulk candidates
-    one_by_one: list[MessageRow] = []  # the rest, in order, through the per-event rule
-    slow_keys: set[int] = set()
-    for row in rows:
-        key = row[0]
-        if row[10] or key in fresh or key in slow_keys:
-            one_by_one.append(row)  # a tombstone, or a key seen before: order matters
-            slow_keys.add(key)
-        elif erased_through is not None and key <= erased_through:
-            result.deleted += 1
-        elif horizon is not None and key < horizon:
-            result.expired += 1
-        else:
-            fresh[key] = row
+    fresh, one_by_one, _ = sort_posts(rows, erased_through, horizon, result)
     stored = _stored(applier, chan, list(fresh))
     new: list[MessageRow] = []
     for key, row in fresh.items():
@@ -170,7 +158,7 @@ def _post(
             new.append(row)
         elif old.deleted:
             result.deleted += 1
-        elif _same(old, row):
+        elif same_copy(old, row):
             result.known += 1
         else:
             applier.apply(MessagePosted(team, row_message(channel, row)), result)
@@ -213,16 +201,3 @@ def _stored(applier: Applier, chan: int, keys: list[int]) -> dict[int, _Row]:
     ).fetchall()
     return {key: _Row(*columns) for key, *columns in found}
 
-
-def _same(old: _Row, row: MessageRow) -> bool:
-    """The stored row already holds exactly this copy (so the rule says "known")."""
-    return (
-        old.ts == row[1]
-        and old.thread_ts == row[3]
-        and old.user_id == row[4]
-        and old.text == row[5]
-        and old.reply_count == row[6]
-        and old.flags == row[7]
-        and old.more == row[8]
-        and old.version == row[9]
-    )
