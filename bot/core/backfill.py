@@ -287,6 +287,12 @@ class Backfill:
             params["latest"] = cursor.oldest_ts  # exclusive: the next older page
         if job.goal is not None:
             params["oldest"] = job.goal
+        return self._read_history(job, params)
+
+    def _read_history(self, job: _Job, params: dict[str, object]) -> bool:
+        """One ``conversations.history`` page into ``job``; False when Slack refused the
+        channel's history (the channel is then left alone until the next start)."""
+        channel = job.channel
         got = self.slack.read_page("conversations.history", dict(params), channel)
         if got is None:
             logger.info("backfill of %s stopped: Slack refused its history", channel)
@@ -315,15 +321,9 @@ class Backfill:
                 self._close_gap(job, [], end)
                 return True
             params["latest"] = gap.oldest_ts
-        got = self.slack.read_page("conversations.history", dict(params), channel)
-        if got is None:
-            logger.info("backfill of %s stopped: Slack refused its history", channel)
-            self._refused.add(channel)
-            del self._jobs[channel]
+        if not self._read_history(job, params):
             return False
-        job.page, more = got
-        job.more, job.gap = bool(more), end
-        job.threads = self._missing_replies(channel, job.page)
+        job.gap = end
         return True
 
     def _close_gap(self, job: _Job, events: list[StoreEvent], end: str) -> None:
