@@ -34,6 +34,7 @@ from chanctx.bot.core.turns import (
     StaleContext,
     Turn,
     TurnResult,
+    turn_id,
 )
 from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks
 from chanctx.bot.slack.feedback_buttons import feedback_block
@@ -48,7 +49,7 @@ from chanctx.manifest_store import FeedbackStore, QueuedTurn, TurnJournal, TurnS
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-__all__ = ["Replicas", "Runtime", "turn_id"]
+__all__ = ["Replicas", "Runtime"]
 
 logger = logging.getLogger("chanctx.runtime")
 # Slack retries an event for up to ~1 hour; ten minutes of ids covers its retry schedule
@@ -56,11 +57,6 @@ logger = logging.getLogger("chanctx.runtime")
 _DEDUP_SECONDS = 600.0
 _SLACK_TS = re.compile(r"\d{10}\.\d{6}")  # a message id, as every queued anchor must be
 _FAILURE_TEXT = "Sorry, I couldn't answer this one: {reason}. Nothing is lost; please ask again."
-
-
-def turn_id(turn: Turn) -> str:
-    """One id per question: the message and app_mention events of a mention share it."""
-    return f"{turn.channel}:{turn.anchor_ts}"
 
 
 class Replicas(Protocol):

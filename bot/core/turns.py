@@ -30,6 +30,7 @@ __all__ = [
     "ToolCall",
     "Turn",
     "TurnResult",
+    "turn_id",
 ]
 
 logger = logging.getLogger("chanctx.answers")
@@ -54,6 +55,11 @@ class Turn:
     def context_channel(self) -> str:
         """The channel whose history, search and files this turn may use."""
         return self.viewed_channel or self.channel
+
+
+def turn_id(turn: Turn) -> str:
+    """One id per question: the message and app_mention events of a mention share it."""
+    return f"{turn.channel}:{turn.anchor_ts}"
 
 
 @dataclass(frozen=True)

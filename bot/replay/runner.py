@@ -17,8 +17,7 @@ from typing import Any, Literal
 from chanctx.bot.claude.session import SessionSettings
 from chanctx.bot.core.built_context import ContextSettings
 from chanctx.bot.core.recipe_runner import RecipeRunner
-from chanctx.bot.core.runtime import turn_id
-from chanctx.bot.core.turns import Responder, TurnResult
+from chanctx.bot.core.turns import Responder, TurnResult, turn_id
 from chanctx.bot.playbooks.channel_playbooks import bullets_json
 from chanctx.bot.replay.fake_anthropic import RecordedRequest
 from chanctx.bot.replay.fixture import Fixture, interaction_kind

@@ -47,4 +47,3 @@ def post_bulk(
 
 def _message(channel: str, row: MessageRow) -> Message:
     return message_from_row(channel, row[1], row[3], row[4], row[5], row[6], row[7], row[8])
-

@@ -200,4 +200,3 @@ def _stored(applier: Applier, chan: int, keys: list[int]) -> dict[int, _Row]:
         (chan, json.dumps(keys)),
     ).fetchall()
     return {key: _Row(*columns) for key, *columns in found}
-

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 from chanctx.bot.core.built_context import BuiltContext
-from chanctx.bot.core.runtime import turn_id
-from chanctx.bot.core.turns import Answer, Turn
+from chanctx.bot.core.turns import Answer, Turn, turn_id
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.manifest_store import FEEDBACK_FILE, LocalFeedbackStore
 

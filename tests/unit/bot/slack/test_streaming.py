@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from chanctx.bot.core.built_context import BuiltContext
-from chanctx.bot.core.runtime import turn_id
-from chanctx.bot.core.turns import Answer, Turn
+from chanctx.bot.core.turns import Answer, Turn, turn_id
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 from chanctx.bot.replay.offline import OfflineBot
 from chanctx.bot.slack.feedback_buttons import ACTION_ID
