@@ -22,7 +22,7 @@ from tests.support.paths import ROOT
 settings.register_profile("chanctx", deadline=None)
 # The fast subset (`-m "not slow"`) asks each property of fewer examples; the whole suite, the
 # one CI runs, keeps Hypothesis' default of 100 and every count a test asks for itself.
-FAST_EXAMPLES = 15
+FAST_EXAMPLES = 10
 settings.register_profile("fast", deadline=None, max_examples=FAST_EXAMPLES)
 settings.load_profile("chanctx")
 

@@ -70,6 +70,7 @@ def test_dependencies_point_one_way(package: str) -> None:
             )
 
 
+@pytest.mark.slow
 def test_production_code_never_imports_the_replay_harness() -> None:
     harness = ROOT / "bot" / "replay"
     offenders = []

@@ -127,6 +127,7 @@ def test_every_folder_of_the_suite_is_a_package() -> None:
     assert not missing, f"folders without __init__.py: {sorted(missing)}"
 
 
+@pytest.mark.slow
 def test_a_marker_pytest_does_not_know_fails_the_run(pytester: pytest.Pytester) -> None:
     """`-m "not slow"` must never drop or keep a test because of a misspelt marker."""
     options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]

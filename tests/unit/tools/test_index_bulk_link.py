@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from chanctx.cache import ts_key
 from chanctx.context import Message, Names
 from chanctx.tools import ChannelIndex
@@ -72,6 +73,7 @@ drawn_channels = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=40)
 @given(drawn_channels, st.integers(min_value=0, max_value=2**32 - 1), st.data())
 def test_a_bulk_refresh_links_as_one_message_at_a_time(

@@ -55,6 +55,7 @@ def hostile() -> dict[str, bytes]:
     return files
 
 
+@pytest.mark.slow
 def test_the_second_process_imports_what_one_process_imports(tmp_path: Path) -> None:
     for n, export in enumerate(
         [REAL, write_zip(hostile(), tmp_path / "h.zip"), write_folder(hostile(), tmp_path / "f")]

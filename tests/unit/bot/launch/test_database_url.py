@@ -49,6 +49,7 @@ def test_a_url_that_is_not_postgresql_is_one_line_without_its_password(
     assert SECRET not in err and "bot:***@db.internal" in err
 
 
+@pytest.mark.slow
 def test_a_database_that_does_not_answer_stops_the_start_naming_the_setting(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

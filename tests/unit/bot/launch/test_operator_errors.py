@@ -71,6 +71,7 @@ def test_a_port_in_use_is_named_with_its_flag(
     )
 
 
+@pytest.mark.slow
 def test_slack_unreachable_names_the_url_and_the_variable(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], nobody_home: str
 ) -> None:

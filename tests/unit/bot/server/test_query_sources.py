@@ -148,6 +148,7 @@ def test_type_filters_keep_only_those_blocks(served: Served) -> None:
         assert body["chunks"] and {c["block_type"] for c in body["chunks"]} <= set(kinds)
 
 
+@pytest.mark.slow
 def test_a_query_past_its_timeout_streams_the_partial_answer(fresh: Served) -> None:
     served = fresh
     served.bot.slack.slow_next(FILE_DOWNLOAD, 2, seconds=1.0)
@@ -165,6 +166,7 @@ def test_a_query_past_its_timeout_streams_the_partial_answer(fresh: Served) -> N
     assert sum(1 for c in partial["chunks"] if c["block_type"] == "file") <= 1
 
 
+@pytest.mark.slow
 def test_a_dropped_socket_stops_its_query(fresh: Served) -> None:
     served = fresh
     served.bot.slack.slow_next(FILE_DOWNLOAD, 2, seconds=1.0)

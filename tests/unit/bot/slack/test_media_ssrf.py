@@ -142,6 +142,7 @@ class DripServer:
         self._thread.join(timeout=5)
 
 
+@pytest.mark.slow
 def test_a_server_dripping_bytes_cannot_stretch_a_download_past_its_deadline() -> None:
     drip = DripServer(every=0.2, size=200)  # 40 s to finish at that pace
     try:
