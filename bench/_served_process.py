@@ -125,6 +125,25 @@ def ingest_bodies(count: int, channels: int) -> list[bytes]:
     return bodies
 
 
+def send_events(
+    port: int, bodies: Sequence[bytes], senders: int, bar: Any = None
+) -> tuple[float, list[int]]:
+    """``bodies`` signed and sent to ``/slack/events`` from ``senders`` keep-alive connections,
+    each waiting for its ack before its next event: the seconds it took, and every status that
+    was not 200."""
+    refused: list[int] = []
+    started = time.perf_counter()
+    threads = [
+        threading.Thread(target=_send, args=(port, bodies[first::senders], refused, bar))
+        for first in range(senders)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - started, refused
+
+
 def _send(port: int, bodies: Sequence[bytes], refused: list[int], bar: Any) -> None:
     verifier = SignatureVerifier(SECRET)
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -141,7 +160,8 @@ def _send(port: int, bodies: Sequence[bytes], refused: list[int], bar: Any) -> N
         response.read()
         if response.status != 200:
             refused.append(response.status)
-        bar.update(1)
+        if bar is not None:
+            bar.update(1)
     connection.close()
 
 
@@ -157,21 +177,9 @@ def ingest(
         bot = BotProcess(data, slack.url, claude.url)
         empty_start, _ = start_bot(bot, bot.url.removesuffix("/slack/events"))
         print(f"ingest {label}: sending {len(bodies):,} events", flush=True)
-        refused: list[int] = []
         try:
             with tqdm(total=len(bodies), unit="event", desc=f"ingest {label}", disable=None) as bar:
-                started = time.perf_counter()
-                threads = [
-                    threading.Thread(
-                        target=_send, args=(bot.port, bodies[first::senders], refused, bar)
-                    )
-                    for first in range(senders)
-                ]
-                for thread in threads:
-                    thread.start()
-                for thread in threads:
-                    thread.join()
-                took = time.perf_counter() - started
+                took, refused = send_events(bot.port, bodies, senders, bar)
         finally:
             bot.stop()
     if refused:

@@ -26,14 +26,11 @@ the same product one change earlier.
 from __future__ import annotations
 
 import argparse
-import http.client
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,11 +38,10 @@ from pathlib import Path
 from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 from chanctx.cache.channel_store import SqliteChannelStore
-from slack_sdk.signature import SignatureVerifier
 
-from bench._process import SECRET, BotProcess
+from bench._process import BotProcess
 from bench._results import write_section
-from bench._served_process import ingest_bodies, slack_state, start_bot
+from bench._served_process import ingest_bodies, send_events, slack_state, start_bot
 from bench.store import channel_id
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,26 +65,6 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of process ``pid`` (all its threads)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _send(port: int, bodies: Sequence[bytes], refused: list[int]) -> None:
-    verifier = SignatureVerifier(SECRET)
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    for body in bodies:
-        stamp = str(int(time.time()))
-        headers = {
-            "Content-Type": "application/json",
-            "X-Slack-Request-Timestamp": stamp,
-            "X-Slack-Signature": str(
-                verifier.generate_signature(timestamp=stamp, body=body.decode())
-            ),
-        }
-        connection.request("POST", "/slack/events", body=body, headers=headers)
-        response = connection.getresponse()
-        response.read()
-        if response.status != 200:
-            refused.append(response.status)
-    connection.close()
 
 
 def plain_uvicorn(root: Path) -> Path:
@@ -126,18 +102,9 @@ def run_one(
         assert bot.process is not None
         pid = bot.process.pid
         print(f"{label}: sending {len(bodies):,} events", flush=True)
-        refused: list[int] = []
         try:
-            cpu_before, started = cpu_seconds(pid), time.perf_counter()
-            threads = [
-                threading.Thread(target=_send, args=(bot.port, bodies[first::senders], refused))
-                for first in range(senders)
-            ]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            took = time.perf_counter() - started
+            cpu_before = cpu_seconds(pid)
+            took, refused = send_events(bot.port, bodies, senders)
             cpu = cpu_seconds(pid) - cpu_before
             load = os.getloadavg()[0]
         finally:
