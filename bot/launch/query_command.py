@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chanctx.bot.core.data_flags import add_data_dir, add_database_url, data_dir_of, database_url_of
-from chanctx.bot.launch.options import SettingsError
+from chanctx.bot.launch.options import Options, SettingsError
 
 if TYPE_CHECKING:
     from chanctx.cache.channel_store import ChannelStore
@@ -48,8 +48,10 @@ def add_query_parser(commands: Any) -> None:
     command.add_argument("--team", default=None, help="the workspace, when several hold CHANNEL")
     add_data_dir(command)
     command.add_argument(
-        "--history-mb", type=int, default=1024, help="memory the loaded channel may take (MiB)"
-    )
+        "--history-mb", type=int, default=Options.model_fields["history_mb"].default,
+        help="memory the loaded channel may take (MiB); the bot's default, so the answer is the "
+        "one the running bot would give",
+    )  # fmt: skip
     add_database_url(command)
 
 
