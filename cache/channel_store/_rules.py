@@ -189,16 +189,19 @@ def sort_posts(
     horizon: int | None,
     result: WriteResult,
 ) -> tuple[dict[int, MessageRow], list[MessageRow], set[int]]:
-    """A bulk post's rows sorted by how they must go in: the first copy of each key (``fresh``,
-    the candidates for the bulk insert), the rest in order through the per-event rule (a
-    tombstone, or a key seen twice: order matters), and the keys of those. Rows of a
-    forgotten range or past retention are only counted."""
+    """A bulk post's rows sorted by how they must go in: the rows before the first that needs
+    the per-event rule (``fresh``, one copy of each key, the candidates for the bulk insert),
+    then that row and every one after it in order through the rule (``one_by_one``), and the
+    keys of those. A tombstone or a key seen twice needs the rule, and what follows it must
+    wait for it: a reply's tombstone counts the reply out of its root, so a root posted after
+    it in the batch must not be stored before it. Rows of a forgotten range or past retention
+    before that point are only counted."""
     fresh: dict[int, MessageRow] = {}
     one_by_one: list[MessageRow] = []
     slow_keys: set[int] = set()
     for row in rows:
         key = row[0]
-        if row[10] or key in fresh or key in slow_keys:
+        if one_by_one or row[10] or key in fresh:
             one_by_one.append(row)
             slow_keys.add(key)
         elif erased_through is not None and key <= erased_through:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from chanctx.cache.channel_store import (
     ChannelForgotten,
+    ChannelStore,
     MessageDeleted,
     MessageEdited,
     MessagePosted,
@@ -81,7 +82,7 @@ forgets = st.tuples(st.just("forget"), st.sampled_from(CHANNELS))
 steps = st.lists(st.one_of(posts, posts, edits, deletes, forgets), min_size=1, max_size=12)
 
 
-def state(store: SqliteChannelStore) -> dict[str, object]:
+def state(store: ChannelStore) -> dict[str, object]:
     out: dict[str, object] = {}
     for channel in CHANNELS:
         out[channel] = store.messages(TEAM, channel)
@@ -103,6 +104,37 @@ def counts(result: WriteResult) -> tuple[int, int, int, int]:
     return (result.applied, result.known + result.unknown, result.deleted, result.expired)
 
 
+def play(plan: list[tuple[str, object]], by_write: ChannelStore, in_bulk: ChannelStore) -> None:
+    """Run ``plan`` on both stores, posts through ``write`` on one and ``post_rows`` on the
+    other, and hold them equal after every step (the PostgreSQL bulk test plays it too)."""
+    for kind, arg in plan:
+        if kind == "posts":
+            assert isinstance(arg, list)
+            for channel in CHANNELS:
+                mine = [m for m in arg if m.channel == channel]
+                if not mine:
+                    continue
+                expected = by_write.write([MessagePosted(TEAM, m) for m in mine])
+                got = post_rows(in_bulk, TEAM, channel, [row_of(m) for m in mine])
+                assert counts(got) == counts(expected)
+                assert got.erased == expected.erased
+            continue
+        event: StoreEvent
+        if kind == "edit":
+            assert isinstance(arg, tuple)
+            channel, second, word, at = arg
+            event = MessageEdited(TEAM, channel, ts_of(second), word, ts_of(at))
+        elif kind == "delete":
+            assert isinstance(arg, tuple)
+            channel, second = arg
+            event = MessageDeleted(TEAM, channel, ts_of(second))
+        else:
+            event = ChannelForgotten(TEAM, str(arg))
+        assert counts(by_write.write([event])) == counts(in_bulk.write([event]))
+        assert state(in_bulk) == state(by_write)
+    assert state(in_bulk) == state(by_write)
+
+
 @pytest.mark.slow
 @settings(deadline=None)
 @given(steps)
@@ -111,31 +143,7 @@ def test_post_rows_leaves_the_store_write_leaves(plan: list[tuple[str, object]])
     by_write = SqliteChannelStore(root / "write", synchronous="NORMAL")
     in_bulk = SqliteChannelStore(root / "bulk", synchronous="NORMAL")
     try:
-        for kind, arg in plan:
-            if kind == "posts":
-                assert isinstance(arg, list)
-                for channel in CHANNELS:
-                    mine = [m for m in arg if m.channel == channel]
-                    if not mine:
-                        continue
-                    expected = by_write.write([MessagePosted(TEAM, m) for m in mine])
-                    got = post_rows(in_bulk, TEAM, channel, [row_of(m) for m in mine])
-                    assert counts(got) == counts(expected)
-                continue
-            event: StoreEvent
-            if kind == "edit":
-                assert isinstance(arg, tuple)
-                channel, second, word, at = arg
-                event = MessageEdited(TEAM, channel, ts_of(second), word, ts_of(at))
-            elif kind == "delete":
-                assert isinstance(arg, tuple)
-                channel, second = arg
-                event = MessageDeleted(TEAM, channel, ts_of(second))
-            else:
-                event = ChannelForgotten(TEAM, str(arg))
-            assert counts(by_write.write([event])) == counts(in_bulk.write([event]))
-            assert state(in_bulk) == state(by_write)
-        assert state(in_bulk) == state(by_write)
+        play(plan, by_write, in_bulk)
     finally:
         by_write.close()
         in_bulk.close()
