@@ -125,6 +125,18 @@ def ingest_bodies(count: int, channels: int) -> list[bytes]:
     return bodies
 
 
+def stored_after(data: Path, refused: list[int], label: str) -> int:
+    """The messages the store in ``data`` holds once an ingest run is over; a run with any
+    event refused is no measurement and stops the bench."""
+    if refused:
+        raise RuntimeError(f"{len(refused)} events refused ({refused[:5]}) on {label}")
+    reader = SqliteChannelStore(data, read_only=True)
+    try:
+        return reader.stats().messages
+    finally:
+        reader.close()
+
+
 def send_events(
     port: int, bodies: Sequence[bytes], senders: int, bar: Any = None
 ) -> tuple[float, list[int]]:
@@ -182,11 +194,5 @@ def ingest(
                 took, refused = send_events(bot.port, bodies, senders, bar)
         finally:
             bot.stop()
-    if refused:
-        raise RuntimeError(f"{len(refused)} events refused ({refused[:5]}) on {label}")
-    reader = SqliteChannelStore(data, read_only=True)
-    try:
-        stored = reader.stats().messages
-    finally:
-        reader.close()
+    stored = stored_after(data, refused, label)
     return len(bodies) / took, stored, empty_start

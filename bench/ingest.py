@@ -37,11 +37,16 @@ from pathlib import Path
 
 from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
-from chanctx.cache.channel_store import SqliteChannelStore
 
 from bench._process import BotProcess
 from bench._results import write_section
-from bench._served_process import ingest_bodies, send_events, slack_state, start_bot
+from bench._served_process import (
+    ingest_bodies,
+    send_events,
+    slack_state,
+    start_bot,
+    stored_after,
+)
 from bench.store import channel_id
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,13 +114,7 @@ def run_one(
             load = os.getloadavg()[0]
         finally:
             bot.stop()
-    if refused:
-        raise RuntimeError(f"{len(refused)} events refused ({refused[:5]}) on {label}")
-    reader = SqliteChannelStore(data, read_only=True)
-    try:
-        stored = reader.stats().messages
-    finally:
-        reader.close()
+    stored = stored_after(data, refused, label)
     done = Run(label, len(bodies) / took, cpu / len(bodies) * 1000, load, stored, len(bodies))
     print(
         f"{label}: {done.rate:,.0f} events/s, {done.cpu_per_1000:.2f} CPU s per 1,000, "
