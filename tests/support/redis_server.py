@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from chanctx.bot.stores.redis_link import RedisLink
 
 from tests.support.debian import ensure_debian_binary
 
@@ -137,5 +138,15 @@ def client(server: RedisServer) -> Iterator[redis.Redis]:
     """A client of it, on an emptied database."""
     connection = redis.Redis.from_url(server.url)
     connection.flushdb()
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def link(server: RedisServer) -> Iterator[RedisLink]:
+    """The bot's own connection to it (what replicas share), on an emptied database."""
+    redis.Redis.from_url(server.url).flushdb()
+    connection = RedisLink(server.url)
+    assert connection.check()
     yield connection
     connection.close()

@@ -5,11 +5,9 @@ own store through the change stream, and when it stops the other takes over from
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-import pytest
-import redis
 from chanctx.bot.core.backfill_plan import HISTORY
 from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
@@ -19,6 +17,7 @@ from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.bot.stores.redis_link import RedisLink
 from chanctx.cache.channel_store import StoreEvent
 
+from tests.support import redis_server as shared
 from tests.support.backfill_channel import (
     MINUTE,
     backfill_on,
@@ -27,25 +26,12 @@ from tests.support.backfill_channel import (
     run,
     served,
 )
-from tests.support.redis_server import RedisServer, redis_server
 from tests.support.slack_events import BOT_ID, BOT_USER, CHANNEL, TEAM
 
 ME = SelfIdentity(user_id=BOT_USER, bot_id=BOT_ID)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as running:
-        yield running
-
-
-@pytest.fixture
-def link(server: RedisServer) -> Iterator[RedisLink]:
-    redis.Redis.from_url(server.url).flushdb()
-    connection = RedisLink(server.url)
-    assert connection.check()
-    yield connection
-    connection.close()
+server, link = shared.server, shared.link  # the module's redis-server, a RedisLink to it
 
 
 class Replica:

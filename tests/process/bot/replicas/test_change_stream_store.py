@@ -5,11 +5,8 @@ with its history cursor, so the channel counts as held after a restart."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-import redis
 from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
 from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.replicas.feed import ChangeFeed
@@ -23,26 +20,14 @@ from chanctx.cache.channel_store import (
 )
 from chanctx.context import Message
 
-from tests.support.redis_server import RedisServer, redis_server
+from tests.support import redis_server as shared
 from tests.support.slack_events import BOT_ID, BOT_USER, CHANNEL, message, ts
 
 TEAM = "T0OWNSTORE"
 ME = SelfIdentity(user_id=BOT_USER, bot_id=BOT_ID)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as running:
-        yield running
-
-
-@pytest.fixture
-def link(server: RedisServer) -> Iterator[RedisLink]:
-    redis.Redis.from_url(server.url).flushdb()
-    connection = RedisLink(server.url)
-    assert connection.check()
-    yield connection
-    connection.close()
+server, link = shared.server, shared.link  # the module's redis-server, a RedisLink to it
 
 
 def fill_up(store: SqliteChannelStore) -> None:
