@@ -45,7 +45,10 @@ STATES_CAUSE = re.compile(
     r"\b(because|caused|root cause|due to|found it|turns out|the (issue|problem|culprit) "
     r"(is|was)|broke|broken by|regression)\b"
 )
-_BULK_LINK = 32  # out-of-order messages in one refresh from which they are linked in one pass
+# Out-of-order messages in one refresh from which they are linked in one sorted pass: one such
+# link scans its stream's members (about 5 ms at 260,000 indexed, measured on the loaded
+# machine), the sorted pass all live slots once (about 21 ms there).
+_BULK_LINK = 4
 
 
 @dataclass(frozen=True)
