@@ -238,7 +238,8 @@ class ChannelIndex:
         A view's ``messages()`` returns the same objects for messages that did not change
         (frozen models are replaced on every change), so an unchanged list costs one list
         comparison (identical items compare without a call) and a changed one a diff by object
-        identity plus the changed messages' work.
+        identity plus the changed messages' work; many older ones are linked as in
+        :meth:`refresh`.
         """
         listed = list(messages)
         if listed == self._synced:
@@ -250,14 +251,23 @@ class ChannelIndex:
         gone = [ids[i] for i in ids.keys() - current.keys()]
         added = [current[i] for i in current.keys() - ids.keys()]
         added.sort(key=lambda m: ts_key(m.ts))
-        for message in added:
-            if message.deleted or message.channel != self.channel:
-                continue
-            self.upsert(message, names)
-        kept = {ts_key(m.ts) for m in added if not m.deleted and m.channel == self.channel}
-        for key in gone:
-            if key not in kept:
-                self._remove_key(key)
+        # As in refresh: many older messages at once (an interim index taking the store's
+        # matches for a new intent) are linked in one sorted pass afterwards.
+        newest = int(self.rows.key[self._top]) if self._top != NONE else -1
+        self._deferred = sum(1 for m in added if ts_key(m.ts) < newest) >= _BULK_LINK
+        try:
+            for message in added:
+                if message.deleted or message.channel != self.channel:
+                    continue
+                self.upsert(message, names)
+            kept = {ts_key(m.ts) for m in added if not m.deleted and m.channel == self.channel}
+            for key in gone:
+                if key not in kept:
+                    self._remove_key(key)
+        finally:
+            if self._deferred:
+                self._deferred = False
+                self._relink()
         self._synced = listed
 
     def upsert(self, message: Message, names: Names, *, key: int | None = None) -> None:
