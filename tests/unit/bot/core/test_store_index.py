@@ -319,6 +319,10 @@ def test_answers_during_a_build_stop_waiting_for_it_once_its_wait_has_passed(
             caplog.clear()
             ranked(restarted, "routine note")
             second = caplog.text
+        deadline = time.monotonic() + 60  # the build ends before the store closes
+        while not indexes.indexed(CHANNEL):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
     # The first answer waited for the build (up to BUILD_WAIT from its start); the second
     # came after that and did not wait again.
     assert "still being built" in first and "waited 0.0 s" not in first
