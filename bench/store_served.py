@@ -65,6 +65,7 @@ from bench._served_process import (
     slack_state,
     start_bot,
 )
+from bench.beyond_budget import PlainBm25Store
 from bench.search_speed import Corpus
 from bench.store import TEAM, FastCorpus, plan
 
@@ -226,7 +227,8 @@ def latencies(
     if rebuilt and not wait_built(bot, [channel], 1_800 if size >= 100_000 else 10, logged):
         print(f"{channel}: no build logged, measuring anyway", flush=True)
     served = [query(base, channel, intent) for intent in tqdm(intents, desc="served", disable=None)]
-    reader = SqliteChannelStore(bot.data_dir, read_only=True)
+    # The baseline is FTS5's plain bm25() (what search_candidates was before it read row ids).
+    reader = PlainBm25Store(bot.data_dir, read_only=True)
     try:
         fts: list[float] = []
         for intent in intents:
@@ -415,10 +417,11 @@ Search in one channel, p50 / p95 in ms, {args.queries} intents each: "served" is
 of the running process (`POST /api/context/query`, `type_filters: ["message"]`, JSON: what
 `channel_context` returns, HTTP included), once the channel's index is built (a channel
 larger than what `--history-mb` leaves it is served in two tiers: its newest part indexed,
-FTS5's top 500 for the intent pulled in before each search); "in-memory" is today's ranking
-(`tools._search.search`, top 25) on a `ChannelIndex` of every message of the channel, built
-in the bench process; "FTS5" is `bm25()` over the store's FTS5 index, top 25
-(`search_candidates`); ratios are served p50 over each.
+`search_candidates`' top 500 for the intent pulled in before each search); "in-memory" is
+today's ranking (`tools._search.search`, top 25) on a `ChannelIndex` of every message of the
+channel, built in the bench process; "FTS5" is a plain `bm25()` query over the store's FTS5
+index, top 25 (`bench.beyond_budget.PlainBm25Store`: what `search_candidates` was before it
+read row ids); ratios are served p50 over each.
 
 | channel size | served | in-memory, whole channel | FTS5 bm25() | served / in-memory | served / FTS5 |
 |---:|---:|---:|---:|---:|---:|

@@ -12,8 +12,8 @@ index does not hold). Indexes of the least recently searched channels are droppe
 the budget is over.
 
 While a build runs, live writes are queued into the new index (the history feeds this object,
-:class:`IndexSink`), and a search waits for the build at most its wait budget (``--max-wait``);
-then it ranks an interim index: the messages the history holds plus the stored messages FTS5
+:class:`IndexSink`), and a search waits for the build at most its wait budget (``--max-wait``)
+and never past ``BUILD_WAIT`` seconds from the build's start; then it ranks an interim index: the messages the history holds plus the stored messages FTS5
 finds for the intent's keywords (the same two tiers a channel larger than the budget is served
 in), so the first answer after a start covers everything stored at any channel size.
 """
@@ -40,9 +40,10 @@ _TELL_BUILDS_FROM = 1.0  # seconds: a build this long is logged at INFO, a short
 
 PAGE = 5_000  # messages read from the store at a time, newest first
 CANDIDATES = 500  # FTS5 matches asked for when a channel's older part is not indexed
-# Seconds a search waits for its channel's build before ranking the interim index: a small
-# channel's build ends within it (then the search ranks the whole index), a large one's takes
-# minutes, and the interim already covers everything stored, so waiting longer buys little.
+# Seconds from the start of a channel's build until its searches stop waiting for it and rank
+# the interim index: a small channel's build ends within it (then the search ranks the whole
+# index), a large one's takes minutes, and the interim already covers everything stored, so
+# waiting longer buys little.
 BUILD_WAIT = 1.0
 # The newest held messages an interim index takes (beside FTS5's matches over the whole
 # channel, which cover the rest of the history too): indexing all 5,000 a channel's history
@@ -163,7 +164,10 @@ class StoreIndexes:
         ready within ``wait`` seconds (at most the build wait); else the interim index (the held
         history plus what the store's full-text index matches for the intent)."""
         entry = self._entry(channel)
-        wait = max(min(wait, self._build_wait), 0.0)
+        # The build wait counts from the build's start, not from each answer: a large channel's
+        # build runs for minutes, and every answer meanwhile would otherwise pay the full wait.
+        waited = time.monotonic() - entry.started
+        wait = max(min(wait, self._build_wait - waited), 0.0)
         ready = entry.done.wait(wait)
         if ready and entry.failed is None:
             with self._lock:

@@ -38,6 +38,7 @@ __all__ = [
     "known_shards",
     "reindex_all",
     "scoped_document",
+    "scoped_phrases",
     "scoped_query",
     "scoped_text",
     "scoped_texts",
@@ -107,9 +108,9 @@ def scoped_document(code: str, text: str, more: str | None) -> str:
     return scoped_text(code, text if more is None else document(text, more))
 
 
-def scoped_query(chan: int, terms: Sequence[str]) -> str | None:
-    """An FTS5 query matching any of ``terms`` in channel ``chan``; None when no term has a
-    word character. Each term is a quoted phrase of its scoped words, so "checkout-api" finds
+def scoped_phrases(chan: int, terms: Sequence[str]) -> list[str]:
+    """One FTS5 phrase query a term of channel ``chan`` (terms without a word character
+    give none). Each is a quoted phrase of the term's scoped words, so "checkout-api" finds
     the two words side by side and no term can inject FTS5 syntax."""
     code = channel_code(chan)
     phrases: list[str] = []
@@ -119,6 +120,13 @@ def scoped_query(chan: int, terms: Sequence[str]) -> str | None:
             phrase = f'"{words}"'
             if phrase not in phrases:
                 phrases.append(phrase)
+    return phrases
+
+
+def scoped_query(chan: int, terms: Sequence[str]) -> str | None:
+    """An FTS5 query matching any of ``terms`` in channel ``chan``; None when no term has a
+    word character (:func:`scoped_phrases` OR-ed)."""
+    phrases = scoped_phrases(chan, terms)
     return " OR ".join(phrases) if phrases else None
 
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from chanctx.cache import ts_key
 from chanctx.cache.channel_store._errors import StoreCorrupt
-from chanctx.cache.channel_store._fts import scoped_query, shard_table
+from chanctx.cache.channel_store._fts import scoped_phrases
+from chanctx.cache.channel_store._fts_search import candidates
 from chanctx.cache.channel_store._records import (
     BackfillCursor,
     Candidate,
@@ -32,7 +33,6 @@ __all__ = ["Reads"]
 
 _SELECT = "SELECT ts, thread_ts, user_id, text, reply_count, flags, more FROM messages"
 _TIMELINE = "(thread_key IS NULL OR thread_key = ts_key OR flags & 16)"
-_SHARDS_A_QUERY = 100  # a compound SELECT holds at most 500 (SQLite's default limit)
 
 
 class Reads:
@@ -185,7 +185,8 @@ class Reads:
     def search_candidates(
         self, team: str, channel: str, terms: Sequence[str], limit: int
     ) -> list[Candidate]:
-        """The best ``limit`` messages for any of ``terms`` by FTS5's bm25(), best first.
+        """The best ``limit`` messages for any of ``terms`` by FTS5's bm25(), best first, when
+        their matches are few; with common terms, what ``_fts_search`` can score cheaply.
 
         Candidates for the ranking, not the ranking: the caller scores them with every
         signal it has (threads, neighbours, dates, people). The terms are the channel's own
@@ -195,30 +196,13 @@ class Reads:
         chan = self._chan(team, channel)
         if chan is None or limit <= 0:
             return []
-        query = scoped_query(chan, terms)
-        if query is None:
+        phrases = scoped_phrases(chan, terms)
+        if not phrases:
             return []
         shards = [
             s for (s,) in self._query("SELECT shard FROM chan_shards WHERE chan = ?", (chan,))
         ]
-        if not shards:
-            return []
-        rows: list[tuple[float, str]] = []
-        for start in range(0, len(shards), _SHARDS_A_QUERY):
-            parts = [
-                f"SELECT m.ts, f.rank FROM (SELECT rowid, rank FROM {t} WHERE {t} MATCH ?1 "
-                f"ORDER BY rank LIMIT {int(limit)}) f JOIN messages m ON m.id = f.rowid "
-                "WHERE m.chan = ?2"
-                for t in map(shard_table, shards[start : start + _SHARDS_A_QUERY])
-            ]
-            found = self._query(
-                f"SELECT rank, ts FROM ({' UNION ALL '.join(parts)}) ORDER BY rank "
-                f"LIMIT {int(limit)}",
-                (query, chan),
-            )
-            rows.extend((float(rank), ts) for rank, ts in found)
-        rows.sort()
-        return [Candidate(ts, -rank) for rank, ts in rows[:limit]]
+        return candidates(self._query, chan, shards, phrases, limit) if shards else []
 
     # -- names, pins, files, cursors ----------------------------------------------------------
 

@@ -94,3 +94,30 @@ def test_a_bulk_refresh_links_as_one_message_at_a_time(
             bulk.queue(ts_key(message.ts), message)
         assert bulk.refresh(NAMES) == len(older)  # 40 or more older than the newest: one pass
     assert state(bulk) == state(one_by_one)
+
+
+@pytest.mark.slow
+@settings(deadline=None, max_examples=40)
+@given(drawn_channels, st.integers(min_value=0, max_value=2**32 - 1), st.data())
+def test_a_sync_taking_many_older_messages_links_as_one_message_at_a_time(
+    drawn: list[tuple[int, int | None, int]], seed: int, data: st.DataObject
+) -> None:
+    messages = channel(drawn)
+    newest = data.draw(st.integers(min_value=1, max_value=len(messages) // 3))
+    recent, older = messages[-newest:], messages[:-newest]
+    rng = random.Random(seed)
+    before = rng.sample(older, len(older) // 2)  # the previous search's older matches
+    now = rng.sample(older, len(older) // 2)  # this search's: some kept, some new, some gone
+    synced, one_by_one = ChannelIndex(CHANNEL), ChannelIndex(CHANNEL)
+    kept = {m.ts for m in now}
+    with synced.lock, one_by_one.lock:
+        synced.sync([*recent, *before], NAMES)
+        synced.sync([*recent, *now], NAMES)
+        for message in [*recent, *before]:  # the same changes, each linked on its own
+            one_by_one.upsert(message, NAMES)
+        for message in sorted(now, key=lambda m: ts_key(m.ts)):
+            one_by_one.upsert(message, NAMES)
+        for message in before:
+            if message.ts not in kept:
+                one_by_one.remove(message.ts)
+    assert state(synced) == state(one_by_one)

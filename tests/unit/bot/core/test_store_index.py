@@ -293,3 +293,37 @@ def test_the_least_recently_searched_channel_drops_its_index_first(tmp_path: Pat
         assert all(indexes.indexed(c) == 400 for c in channels[1:])
         assert search(CHANNEL)[0][0] == ts(0)  # built again on its next search
         assert indexes.indexed(CHANNEL) == 400
+
+
+def test_answers_during_a_build_stop_waiting_for_it_once_its_wait_has_passed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with stored(tmp_path) as record:
+        writer = engine(record)
+        for n in range(20):
+            writer.handle(message(ts(n), f"routine note {n}", user="U2"))
+    with stored(tmp_path) as record:
+        restarted = ContextEngine(
+            me=ME,
+            names=NAMES,
+            history=IndexedHistory(max_messages_per_channel=50),
+            record=record,
+            settings=ContextSettings(max_wait_seconds=30.0),
+        )
+        indexes = restarted.indexes
+        assert indexes is not None
+        with caplog.at_level(logging.INFO, "chanctx.store_index"), indexes._builder:
+            # Another channel's build holds the builder: this channel's cannot end yet.
+            ranked(restarted, "routine note")
+            first = caplog.text
+            caplog.clear()
+            ranked(restarted, "routine note")
+            second = caplog.text
+        deadline = time.monotonic() + 60  # the build ends before the store closes
+        while not indexes.indexed(CHANNEL):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    # The first answer waited for the build (up to BUILD_WAIT from its start); the second
+    # came after that and did not wait again.
+    assert "still being built" in first and "waited 0.0 s" not in first
+    assert "still being built" in second and "waited 0.0 s" in second
