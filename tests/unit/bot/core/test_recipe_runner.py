@@ -69,11 +69,12 @@ def computed(
     timeout_ms: int = 30_000,
     cache: ComputedCache | None = None,
     cwd: str | None = None,
+    command: tuple[str, ...] | None = None,
 ) -> ComputedFileSource:
     return ComputedFileSource(
         id="gen",
         generator=Generator(
-            command=(sys.executable, "-c", code, *(args or (output,))),
+            command=command or (sys.executable, "-c", code, *(args or (output,))),
             timeout_ms=timeout_ms,
             cwd=cwd,
         ),
@@ -286,16 +287,14 @@ def test_a_command_that_cannot_start_is_reported(home: Path, cwd: Path) -> None:
         assemble(runner_for(home, cwd, source))
 
 
-SLEEPER = (
-    "import subprocess, sys; sys.stderr.write('started\\n'); sys.stderr.flush(); "
-    # A grandchild holding stderr: killing only the direct child would leave the pipe open.
-    "subprocess.run([sys.executable, '-c', 'import time; time.sleep(60)']); "
-    "open(sys.argv[1], 'w').write('too late')"
-)
+# A shell, not Python: it writes "started" within milliseconds even on a loaded machine (an
+# interpreter's start can take longer than the timeout there). Its child ``sleep`` holds stderr:
+# killing only the direct child would leave the pipe open.
+SLEEPER = ("/bin/sh", "-c", 'echo started >&2; sleep 60; echo "too late" > "$1"', "sh", "out.md")
 
 
 def test_a_command_past_its_timeout_is_killed_and_reported(home: Path, cwd: Path) -> None:
-    runner = runner_for(home, cwd, computed(SLEEPER, timeout_ms=300))
+    runner = runner_for(home, cwd, computed(command=SLEEPER, timeout_ms=300))
     with pytest.raises(RecipeError) as caught:
         assemble(runner)
     assert str(caught.value) == (
@@ -309,7 +308,7 @@ def test_a_timeout_with_on_missing_skip_is_a_note(home: Path, cwd: Path) -> None
     runner = runner_for(
         home,
         cwd,
-        computed(SLEEPER, timeout_ms=300, on_missing="skip"),
+        computed(command=SLEEPER, timeout_ms=300, on_missing="skip"),
         ThreadContextSource(),
     )
     fitted = assemble(runner)
