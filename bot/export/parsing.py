@@ -20,7 +20,7 @@ import sys
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final
 
 from chanctx.bot.export.reader import (
     ExportChannel,
@@ -28,15 +28,19 @@ from chanctx.bot.export.reader import (
     ExportMessage,
     ExportUser,
     Problem,
+    RawDay,
+    has_surrogate_escape,
     is_slack_ts,
     message_problem,
+    parse_day,
     read_export,
     unicode_problem,
 )
 from chanctx.bot.export.rows import plain_row
 from chanctx.bot.export.source import open_source
+from chanctx.bot.export.typed_day import typed_day
 from chanctx.bot.slack.intake import Ignore, Record, SelfIdentity, intake
-from chanctx.cache.channel_store import MessageRow, row_of
+from chanctx.cache.channel_store import MessageRow, row_of, row_words
 from chanctx.context import ChanctxError, FileRef, Message
 
 __all__ = ["DayRows", "Item", "ParsingStopped", "main", "parse_in_worker", "parsed"]
@@ -60,6 +64,7 @@ class DayRows:
 
     channel: str
     rows: list[MessageRow] = field(default_factory=list)
+    words: list[str] = field(default_factory=list)  # each row's index_words, in its order
     files: list[tuple[FileRef, str]] = field(default_factory=list)  # (file, message ts)
     read: int = 0  # messages with a usable ts
     ignored: int = 0  # no conversation in them (joins), as live intake ignores them
@@ -74,19 +79,42 @@ def parsed(path: Path, only: set[str] | None) -> Generator[Item, None, None]:
     source = open_source(path)
     try:
         me = SelfIdentity()
-        for record in read_export(source, only=only, days=True):
-            if isinstance(record, ExportDay):
-                yield day_rows(record, me)
-            elif not isinstance(record, ExportMessage):
+        for record in read_export(source, only=only, days="raw"):
+            if isinstance(record, RawDay):
+                yield raw_day_rows(record, me)
+            elif not isinstance(record, ExportMessage | ExportDay):  # days="raw" gives neither
                 yield record
     finally:
         source.close()
 
 
+def raw_day_rows(day: RawDay, me: SelfIdentity) -> DayRows | Problem:
+    """A day file's rows: by typed decoding (``typed_day``) when it takes the day, else as
+    ``day_rows`` reads it (or the problem that kept it from being read)."""
+    if not has_surrogate_escape(day.data):
+        out = DayRows(day.channel.id)
+
+        def intake_row(raw: dict[str, Any], index: int) -> tuple[MessageRow, str] | None:
+            where = ExportMessage(day.channel, raw, f"{day.name} #{index}")
+            message = _message(where, me, out)
+            if message is None:
+                return None
+            out.files.extend((f, message.ts) for f in message.files)
+            row = row_of(message)
+            return row, row_words(row)
+
+        found = typed_day(day.data, intake_row)
+        if found is not None:
+            out.rows, out.words, out.read = found
+            return out
+    parsed_day = parse_day(day)
+    return parsed_day if isinstance(parsed_day, Problem) else day_rows(parsed_day, me)
+
+
 def day_rows(day: ExportDay, me: SelfIdentity) -> DayRows:
     """A day's messages: plain ones straight to rows, the rest through live intake."""
     out = DayRows(day.channel.id)
-    rows, fullmatch, escapes = out.rows, is_slack_ts, day.escapes
+    rows, words, fullmatch, escapes = out.rows, out.words, is_slack_ts, day.escapes
     for index, raw in enumerate(day.messages):
         # message_problem's test, inline: a dict whose ts is a Slack ts (most are).
         ts = raw.get("ts") if type(raw) is dict else None
@@ -98,13 +126,14 @@ def day_rows(day: ExportDay, me: SelfIdentity) -> DayRows:
             continue
         out.read += 1
         row = plain_row(raw)
-        if row is not None:
-            rows.append(row)
-            continue
-        message = _message(ExportMessage(day.channel, raw, f"{day.name} #{index}"), me, out)
-        if message is not None:
-            rows.append(row_of(message))
+        if row is None:
+            message = _message(ExportMessage(day.channel, raw, f"{day.name} #{index}"), me, out)
+            if message is None:
+                continue
+            row = row_of(message)
             out.files.extend((f, message.ts) for f in message.files)
+        rows.append(row)
+        words.append(row_words(row))
     return out
 
 
