@@ -162,6 +162,7 @@ class Run:
             "slack_minutes": took / self.minute, "during": during, "after": after,
             "missing": len(wanted - stored), "missing_ts": sorted(wanted - stored)[:10], "history": calls.get("conversations.history", 0),
             "replies": calls.get("conversations.replies", 0), "refused": refused,
+            "listing": calls.get("users.conversations", 0),
         }  # fmt: skip
 
 
@@ -175,15 +176,15 @@ def pct(values: list[float], q: float) -> float:
 def table(results: list[dict[str, Any]], messages: int) -> str:
     rows = [
         "| tier | minute lasted | backfill took (measured) | Slack minutes (real-time equivalent) "
-        "| history / replies calls (429s) | missing after | answers during: n, p50, p95 "
+        "| history / replies calls (429s) | listing calls | missing after | answers during: n, p50, p95 "
         "| answers after: p50, p95 |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         rows.append(
             f"| {r['tier']} | {r['minute']:g} s | {r['seconds']:.1f} s "
             f"| {r['slack_minutes']:.1f} min ({r['slack_minutes'] / 60:.2f} h) "
-            f"| {r['history']} / {r['replies']} ({r['refused']}) | {r['missing']} "
+            f"| {r['history']} / {r['replies']} ({r['refused']}) | {r['listing']} | {r['missing']} "
             f"| {len(r['during'])}, {statistics.median(r['during']) * 1000:.0f} ms, "
             f"{pct(r['during'], 0.95) * 1000:.0f} ms "
             f"| {statistics.median(r['after']) * 1000:.0f} ms, {pct(r['after'], 0.95) * 1000:.0f} ms |"
@@ -192,7 +193,8 @@ def table(results: list[dict[str, Any]], messages: int) -> str:
         f"Backfill of one channel of {messages:,} messages "
         f"({max(1, messages * THREADS // MESSAGES)} threads of {REPLIES} "
         "replies) by a real `chanctx run --http` against the fake Slack enforcing the tier, "
-        "`--backfill all`. The limited tier's minute is shortened (both sides, "
+        "`--backfill all`; the bot finds the channel by `users.conversations` (listing calls: "
+        "that method's calls, under the same tier) as well as by one live message. The limited tier's minute is shortened (both sides, "
         "`--slack-minute-seconds`): its duration is given in Slack minutes, the real-time "
         "equivalent (measured seconds x 60 / the minute's length). Answers: a mention every "
         f"{MENTION_EVERY:g} s while the backfill runs, every other one in an old thread the "

@@ -125,10 +125,11 @@ def child(argv: Sequence[str]) -> int:
         assert data is not None
         out = _before(export, data, int(argv[3]))
     out["seconds"] = time.perf_counter() - wall
-    out["cpu"] = time.process_time() - cpu
+    out["cpu"] = out["own_cpu"] = time.process_time() - cpu
     # The parsing process's CPU and peak RSS, when the import ran one (it was waited for).
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out["cpu"] += children.ru_utime + children.ru_stime
+    out["worker_cpu"] = children.ru_utime + children.ru_stime
+    out["cpu"] += out["worker_cpu"]
     out["worker_rss_mb"] = children.ru_maxrss / 1024
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if data is not None:
@@ -191,11 +192,12 @@ def report(
     for label, r, store in (
         ("bare `json.loads` of the day files (baseline)", parse, False),
         ("`chanctx import` (parsing in a second process)", bulk, True),
-        ("`chanctx import` in one process (before)", one, True),
+        ("`chanctx import` in one process", one, True),
         ("per-event path before (intake + `write`)", old, True),
     ):
         lines.append(row(label, r, store=store))
     speedup = (one["messages"] / one["cpu"]) / (old["messages"] / old["cpu"])
+    busier = max(bulk["own_cpu"], bulk["worker_cpu"])
     wall = (bulk["messages"] / bulk["seconds"]) / (one["messages"] / one["seconds"])
     lines += [
         "",
@@ -203,8 +205,14 @@ def report(
         "",
         f"Parsing in a second process gives {wall:.2f}x the one-process import's messages a "
         "second (wall, same run); it needs the second core free, and costs the handover's CPU. "
+        f"Its two sides: the importer (the store's inserts) {bulk['own_cpu']:.1f} CPU s, the "
+        f"parsing process {bulk['worker_cpu']:.1f} CPU s; with a core each, the busier side "
+        f"bounds it at {bulk['messages'] / busier:,.0f} messages a second (a CPU bound, not a "
+        "wall-clock measurement). "
         f"The one-process bulk path takes {speedup:.1f}x less CPU per message than the "
-        "per-event path it replaced (same run). Goal: 50,000 messages a second.",
+        "per-event path it replaced (same run). Goal: 50,000 messages a second. Day files are "
+        "decoded by msgspec into typed structs (`bot/export/typed_day.py`); the bare parse "
+        "stays the standard library's `json.loads`, the baseline the goal was set against.",
     ]
     return "\n".join(lines)
 

@@ -67,6 +67,7 @@ class _Job:
     replies: dict[str, Message] = field(default_factory=dict)
     reply_cursor: str = ""
     swept: bool = False  # the first load's page was checked for threads to read
+    swept_bare: bool = False  # ... when the channel had no cursor yet (no page to check)
     gap: str | None = None  # the page is of the gap above an imported range, which ends here
     loaded: bool = False  # the engine's first load was asked for the gap's newest page
 
@@ -225,6 +226,9 @@ class Backfill:
         """The job's next call (a history page, a replies page) or its write; True if done."""
         if not job.swept:
             job.swept = True
+            job.swept_bare = (
+                self.record.store.cursor(self.record.team, job.channel, HISTORY) is None
+            )
             job.threads = self._first_page_threads(job.channel)
             return False
         if job.threads:
@@ -275,6 +279,11 @@ class Backfill:
         cursor = store.cursor(team, channel, HISTORY)
         if cursor is not None and cursor.newest_ts is not None:
             return self._read_gap(job, cursor.newest_ts)
+        if cursor is not None and job.swept_bare:
+            # An answer's first load stored the newest page since the sweep found none (a
+            # channel listed before any event of it): read that page's threads first.
+            job.swept, job.swept_bare = False, False
+            return False
         if not pending(cursor, job.goal):
             del self._jobs[channel]
             return False

@@ -183,6 +183,7 @@ class _Batch:
         self.store, self.team, self.summary = store, team, summary
         self.channel = ""
         self.rows: list[MessageRow] = []
+        self.words: list[str] = []  # each row's index_words
         self.other: list[StoreEvent] = []  # names and file records, after the rows
         self.pins: list[StoreEvent] = []  # written once every message is in
         self.oldest: MessageRow | None = None  # the conversation's oldest and newest rows
@@ -192,9 +193,11 @@ class _Batch:
         """One transaction for the rows, then one for the names and file records."""
         if self.rows:
             self._span(self.rows)
-            self.summary.count(post_rows(self.store, self.team, self.channel, self.rows))
+            self.summary.count(
+                post_rows(self.store, self.team, self.channel, self.rows, self.words)
+            )
         _write(self.store, self.other)
-        self.rows, self.other = [], []
+        self.rows, self.words, self.other = [], [], []
 
     def next_channel(self, channel: str) -> None:
         """The conversation's last rows, then the range it held as its history cursor."""
@@ -255,6 +258,7 @@ def _read_all(
             summary.read += item.read
             summary.ignored += item.ignored
             batch.rows += item.rows
+            batch.words += item.words
             batch.other += (FileShared(team, f, item.channel, ts) for f, ts in item.files)
             if len(batch.rows) >= BATCH:
                 batch.flush()

@@ -20,29 +20,39 @@ import sys
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final
 
+import msgspec
 from chanctx.bot.export.reader import (
     ExportChannel,
     ExportDay,
     ExportMessage,
     ExportUser,
     Problem,
+    RawDay,
+    has_surrogate_escape,
     is_slack_ts,
     message_problem,
+    parse_day,
     read_export,
     unicode_problem,
 )
 from chanctx.bot.export.rows import plain_row
 from chanctx.bot.export.source import open_source
+from chanctx.bot.export.typed_day import typed_day
 from chanctx.bot.slack.intake import Ignore, Record, SelfIdentity, intake
-from chanctx.cache.channel_store import MessageRow, row_of
+from chanctx.cache.channel_store import MessageRow, row_of, row_words
 from chanctx.context import ChanctxError, FileRef, Message
 
 __all__ = ["DayRows", "Item", "ParsingStopped", "main", "parse_in_worker", "parsed"]
 
 _CHUNK: Final = 2_000  # messages a handoff: few of them, little held
 _HEADER: Final = 8  # bytes of a chunk's length before it
+# A chunk's rows and words go as MessagePack, decoded typed (the rows come back as tuples):
+# a third of what unpickling them costs the importer, whose core is the busier one.
+_ROWS = tuple[int, str, int | None, str | None, str, str, int, int, str | None, int, int]
+_BULK = msgspec.msgpack.Decoder(list[tuple[list[_ROWS], list[str]]])
+_PACK = msgspec.msgpack.Encoder()
 # Imported, not run as __main__, so that the items pickle under this module's name.
 _WORKER: Final = (
     "import sys; from chanctx.bot.export.parsing import main; raise SystemExit(main(sys.argv[1:]))"
@@ -60,6 +70,7 @@ class DayRows:
 
     channel: str
     rows: list[MessageRow] = field(default_factory=list)
+    words: list[str] = field(default_factory=list)  # each row's index_words, in its order
     files: list[tuple[FileRef, str]] = field(default_factory=list)  # (file, message ts)
     read: int = 0  # messages with a usable ts
     ignored: int = 0  # no conversation in them (joins), as live intake ignores them
@@ -74,19 +85,42 @@ def parsed(path: Path, only: set[str] | None) -> Generator[Item, None, None]:
     source = open_source(path)
     try:
         me = SelfIdentity()
-        for record in read_export(source, only=only, days=True):
-            if isinstance(record, ExportDay):
-                yield day_rows(record, me)
-            elif not isinstance(record, ExportMessage):
+        for record in read_export(source, only=only, days="raw"):
+            if isinstance(record, RawDay):
+                yield raw_day_rows(record, me)
+            elif not isinstance(record, ExportMessage | ExportDay):  # days="raw" gives neither
                 yield record
     finally:
         source.close()
 
 
+def raw_day_rows(day: RawDay, me: SelfIdentity) -> DayRows | Problem:
+    """A day file's rows: by typed decoding (``typed_day``) when it takes the day, else as
+    ``day_rows`` reads it (or the problem that kept it from being read)."""
+    if not has_surrogate_escape(day.data):
+        out = DayRows(day.channel.id)
+
+        def intake_row(raw: dict[str, Any], index: int) -> tuple[MessageRow, str] | None:
+            where = ExportMessage(day.channel, raw, f"{day.name} #{index}")
+            message = _message(where, me, out)
+            if message is None:
+                return None
+            out.files.extend((f, message.ts) for f in message.files)
+            row = row_of(message)
+            return row, row_words(row)
+
+        found = typed_day(day.data, intake_row)
+        if found is not None:
+            out.rows, out.words, out.read = found
+            return out
+    parsed_day = parse_day(day)
+    return parsed_day if isinstance(parsed_day, Problem) else day_rows(parsed_day, me)
+
+
 def day_rows(day: ExportDay, me: SelfIdentity) -> DayRows:
     """A day's messages: plain ones straight to rows, the rest through live intake."""
     out = DayRows(day.channel.id)
-    rows, fullmatch, escapes = out.rows, is_slack_ts, day.escapes
+    rows, words, fullmatch, escapes = out.rows, out.words, is_slack_ts, day.escapes
     for index, raw in enumerate(day.messages):
         # message_problem's test, inline: a dict whose ts is a Slack ts (most are).
         ts = raw.get("ts") if type(raw) is dict else None
@@ -98,13 +132,14 @@ def day_rows(day: ExportDay, me: SelfIdentity) -> DayRows:
             continue
         out.read += 1
         row = plain_row(raw)
-        if row is not None:
-            rows.append(row)
-            continue
-        message = _message(ExportMessage(day.channel, raw, f"{day.name} #{index}"), me, out)
-        if message is not None:
-            rows.append(row_of(message))
+        if row is None:
+            message = _message(ExportMessage(day.channel, raw, f"{day.name} #{index}"), me, out)
+            if message is None:
+                continue
+            row = row_of(message)
             out.files.extend((f, message.ts) for f in message.files)
+        rows.append(row)
+        words.append(row_words(row))
     return out
 
 
@@ -132,7 +167,7 @@ def _message(record: ExportMessage, me: SelfIdentity, out: DayRows) -> Message |
 
 def parse_in_worker(path: Path, only: set[str] | None) -> Generator[Item, None, None]:
     """``parsed`` run in a process of its own (``main``), its items handed
-    over in pickled chunks through a pipe, whose size bounds what waits. Closing the iterator
+    over in chunks through a pipe (``_hand_over``), whose size bounds what waits. Closing the iterator
     (or an error here) kills the worker; a worker whose importer is gone (kill -9) dies on its
     next write to the closed pipe."""
     command = [sys.executable, "-c", _WORKER, str(path)]
@@ -141,18 +176,28 @@ def parse_in_worker(path: Path, only: set[str] | None) -> Generator[Item, None, 
     worker = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
     assert worker.stdout is not None
     pipe = worker.stdout
+
+    def part() -> bytes:
+        header = pipe.read(_HEADER)
+        data = pipe.read(int.from_bytes(header, "big")) if len(header) == _HEADER else b""
+        if len(header) < _HEADER or len(data) < int.from_bytes(header, "big"):
+            status = worker.wait()
+            raise ParsingStopped(f"the parsing process stopped (exit status {status})")
+        return data
+
     try:
         while True:
-            header = pipe.read(_HEADER)
-            if len(header) < _HEADER:
-                status = worker.wait()
-                raise ParsingStopped(f"the parsing process stopped (exit status {status})")
             # Written by our own worker (values only: the export never reaches pickle opcodes).
-            chunk = pickle.loads(pipe.read(int.from_bytes(header, "big")))
+            chunk = pickle.loads(part())
+            bulk = _BULK.decode(part())
             if chunk is None:
                 return
             if isinstance(chunk, str):
                 raise ParsingStopped(f"the parsing process failed: {chunk}")
+            days = iter(bulk)
+            for item in chunk:
+                if isinstance(item, DayRows):
+                    item.rows, item.words = next(days)
             yield from chunk
     finally:
         if worker.poll() is None:
@@ -161,9 +206,17 @@ def parse_in_worker(path: Path, only: set[str] | None) -> Generator[Item, None, 
         pipe.close()
 
 
-def _hand_over(out: BinaryIO, chunk: object) -> None:
+def _hand_over(out: BinaryIO, chunk: list[Item] | str | None) -> None:
+    """The chunk pickled without its rows and words, then those as MessagePack."""
+    bulk = []
+    for item in chunk if isinstance(chunk, list) else ():
+        if isinstance(item, DayRows):
+            bulk.append((item.rows, item.words))
+            item.rows, item.words = [], []
     data = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(len(data).to_bytes(_HEADER, "big") + data)
+    rows = _PACK.encode(bulk)
+    head = len(data).to_bytes(_HEADER, "big")
+    out.write(head + data + len(rows).to_bytes(_HEADER, "big") + rows)
 
 
 def main(argv: list[str]) -> int:

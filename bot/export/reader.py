@@ -26,8 +26,11 @@ __all__ = [
     "ExportMessage",
     "ExportUser",
     "Problem",
+    "RawDay",
+    "has_surrogate_escape",
     "is_slack_ts",
     "message_problem",
+    "parse_day",
     "read_export",
     "unicode_problem",
 ]
@@ -97,6 +100,16 @@ class ExportDay:
 
 
 @dataclass(frozen=True)
+class RawDay:
+    """One day file's bytes, not parsed yet: what ``read_export(..., days="raw")`` yields, for
+    a reader with a faster decoder of its own (``parse_day`` is the one to fall back on)."""
+
+    channel: ExportChannel
+    name: str
+    data: bytes
+
+
+@dataclass(frozen=True)
 class Problem:
     where: str
     what: str
@@ -112,15 +125,16 @@ class _Lists:
     found_any: bool = False
 
 
-Record = ExportUser | ExportChannel | ExportMessage | ExportDay | Problem
+Record = ExportUser | ExportChannel | ExportMessage | ExportDay | RawDay | Problem
 
 
 def read_export(
-    source: ExportSource, *, only: set[str] | None = None, days: bool = False
+    source: ExportSource, *, only: set[str] | None = None, days: bool | Literal["raw"] = False
 ) -> Iterator[Record]:
     """Users, then conversations, then their messages day by day; ``Problem`` for what could
     not be read. ``only``: conversation ids or names to read (others are not opened).
-    ``days``: one :class:`ExportDay` a day file instead of a record a message."""
+    ``days``: one :class:`ExportDay` a day file instead of a record a message; ``"raw"``: one
+    :class:`RawDay` (its bytes) a day file."""
     names = sorted(source.names())
     for name in names:
         reason = unsafe_reason(name)
@@ -142,36 +156,33 @@ def read_export(
             if not _DAY.match(day.removeprefix(channel.folder + "/")):
                 yield Problem(day, "not a day file (YYYY-MM-DD.json); skipped")
                 continue
-            found = _day(source, channel, day)
-            if isinstance(found, Problem) or days:
+            found = _raw_day(source, channel, day) if days == "raw" else _day(source, channel, day)
+            if isinstance(found, Problem | RawDay) or days:
                 yield found
             else:
                 yield from found.records()
 
 
 def _load(source: ExportSource, name: str) -> tuple[Any, Problem | None]:
-    data, problem, _ = _load_raw(source, name)
-    return data, problem
-
-
-def _load_raw(source: ExportSource, name: str) -> tuple[Any, Problem | None, bytes]:
-    """The parsed file (or the problem reading it) and its bytes."""
+    """The parsed file, or the problem reading it."""
     try:
         raw = source.read(name)
     except MemberRefused as error:
-        return None, Problem(name, str(error).removeprefix(f"{name}: ")), b""
+        return None, Problem(name, str(error).removeprefix(f"{name}: "))
+    return _parsed(name, raw)
+
+
+def _parsed(name: str, raw: bytes) -> tuple[Any, Problem | None]:
     try:
-        return json.loads(raw.decode("utf-8")), None, raw
+        return json.loads(raw.decode("utf-8")), None
     except UnicodeDecodeError as error:
-        return None, Problem(name, f"not UTF-8 (byte {error.start})"), raw
+        return None, Problem(name, f"not UTF-8 (byte {error.start})")
     except json.JSONDecodeError as error:
-        return (
-            None,
-            Problem(name, f"not JSON (line {error.lineno}, column {error.colno}: {error.msg})"),
-            raw,
+        return None, Problem(
+            name, f"not JSON (line {error.lineno}, column {error.colno}: {error.msg})"
         )
     except RecursionError:
-        return None, Problem(name, "JSON nested too deeply"), raw
+        return None, Problem(name, "JSON nested too deeply")
 
 
 def _users(source: ExportSource, names: list[str]) -> Iterator[ExportUser | Problem]:
@@ -256,13 +267,31 @@ def _channel(entry: Any, kind: Kind) -> ExportChannel | None:
     )
 
 
+def _raw_day(source: ExportSource, channel: ExportChannel, day: str) -> RawDay | Problem:
+    try:
+        return RawDay(channel, day, source.read(day))
+    except MemberRefused as error:
+        return Problem(day, str(error).removeprefix(f"{day}: "))
+
+
 def _day(source: ExportSource, channel: ExportChannel, day: str) -> ExportDay | Problem:
-    data, problem, raw = _load_raw(source, day)
+    found = _raw_day(source, channel, day)
+    return found if isinstance(found, Problem) else parse_day(found)
+
+
+def parse_day(day: RawDay) -> ExportDay | Problem:
+    """The day file's messages as ``json.loads`` reads them, or the problem naming why not."""
+    data, problem = _parsed(day.name, day.data)
     if problem is not None:
         return problem
     if not isinstance(data, list):
-        return Problem(day, "not a JSON array of messages")
-    return ExportDay(channel, day, data, _SURROGATE_ESCAPE.search(raw) is not None)
+        return Problem(day.name, "not a JSON array of messages")
+    return ExportDay(day.channel, day.name, data, has_surrogate_escape(day.data))
+
+
+def has_surrogate_escape(raw: bytes) -> bool:
+    """The bytes hold a ``\\ud8xx``-style escape (maybe a lone surrogate: see unicode_problem)."""
+    return _SURROGATE_ESCAPE.search(raw) is not None
 
 
 def message_problem(message: Any, where: str) -> Problem | None:

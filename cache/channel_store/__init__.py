@@ -17,6 +17,7 @@ from chanctx.cache.channel_store._errors import (
     StoreLocked,
     StoreTooNew,
 )
+from chanctx.cache.channel_store._fts import index_words
 from chanctx.cache.channel_store._group_commit import GroupCommitter
 from chanctx.cache.channel_store._protocol import ChannelStore
 from chanctx.cache.channel_store._records import (
@@ -48,6 +49,7 @@ from chanctx.cache.channel_store.bulk import (
     post_rows,
     row_message,
     row_of,
+    row_words,
 )
 from chanctx.cache.channel_store.postgres import PostgresChannelStore, StoreUnavailable
 from chanctx.cache.channel_store.sqlite import DB_NAME, SqliteChannelStore
@@ -85,9 +87,11 @@ __all__ = [
     "UserForgotten",
     "UserNamed",
     "WriteResult",
+    "index_words",
     "message_row",
     "plain_message_row",
     "post_rows",
     "row_message",
     "row_of",
+    "row_words",
 ]

@@ -35,6 +35,7 @@ __all__ = [
     "create_shard",
     "ensure_shard",
     "index_rows",
+    "index_words",
     "known_shards",
     "reindex_all",
     "scoped_document",
@@ -42,6 +43,7 @@ __all__ = [
     "scoped_query",
     "scoped_text",
     "scoped_texts",
+    "scoped_words_sql",
     "shard_of",
     "shard_table",
 ]
@@ -96,6 +98,23 @@ def scoped_text(code: str, text: str) -> str:
     else:
         words = _WORD.findall(text)
     return code + (" " + code).join(words) if words else ""
+
+
+def index_words(text: str) -> str:
+    """``text``'s words joined by single spaces: ``scoped_text`` before each word gets its
+    channel's code. ``scoped_words_sql`` adds the codes inside SQLite, so an import can split
+    the words where the channel's code is not known yet (its parsing process)."""
+    if text.isascii():
+        return " ".join(text.encode().translate(_ASCII_WORDS).decode().split())
+    return " ".join(_WORD.findall(text))
+
+
+def scoped_words_sql(code: str) -> str:
+    """An SQL expression of the parameter ``?2`` (``index_words`` of a document) that is its
+    ``scoped_text`` in the channel of ``code``: the code in front of every word."""
+    if not code.isalnum() or not code.isascii():
+        raise ValueError(f"channel code {code!r} is not alphanumeric")
+    return f"iif(?2 = '', '', '{code}' || replace(?2, ' ', ' {code}'))"
 
 
 def scoped_texts(code: str, texts: Sequence[str]) -> list[str]:

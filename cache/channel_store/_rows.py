@@ -31,6 +31,8 @@ __all__ = [
 ]
 
 _FLAG_NAMES = ("is_bot", "is_self", "mentions_self", "deleted", "is_broadcast")
+# One encoder for every ``more``: json.dumps with options builds a new one a call.
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _WORD = re.compile(r"\w+")
 
 # (ts_key, ts, thread_key, thread_ts, user_id, text, reply_count, flags, more, version, deleted)
@@ -88,7 +90,7 @@ def more_json(
         more["l"] = latest_reply
     if edited_ts is not None:
         more["e"] = edited_ts
-    return json.dumps(more, separators=(",", ":"), ensure_ascii=False) if more else None
+    return _ENCODE(more) if more else None
 
 
 def row_from_message(message: Message) -> MessageRow:

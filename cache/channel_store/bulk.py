@@ -19,10 +19,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from operator import itemgetter
 
 from chanctx.cache._ts_keys import raw_ts_key
 from chanctx.cache.channel_store._apply import _COLUMNS, Applier, _Row
-from chanctx.cache.channel_store._fts import SHARD_BITS, channel_code, scoped_texts, shard_table
+from chanctx.cache.channel_store._fts import (
+    SHARD_BITS,
+    channel_code,
+    index_words,
+    scoped_words_sql,
+    shard_table,
+)
 from chanctx.cache.channel_store._protocol import ChannelStore
 from chanctx.cache.channel_store._records import MessagePosted, WriteResult
 from chanctx.cache.channel_store._rows import (
@@ -37,9 +44,18 @@ from chanctx.cache.channel_store.postgres import PostgresChannelStore
 from chanctx.cache.channel_store.sqlite import SqliteChannelStore
 from chanctx.context import FileRef, Message
 
-__all__ = ["MessageRow", "message_row", "plain_message_row", "post_rows", "row_message", "row_of"]
+__all__ = [
+    "MessageRow",
+    "message_row",
+    "plain_message_row",
+    "post_rows",
+    "row_message",
+    "row_of",
+    "row_words",
+]
 
 _IS_BOT, _IS_BROADCAST = 1, 16
+_KEY = itemgetter(0)
 # The scale of a ts by its count of fractional digits.
 _SCALES: tuple[int, ...] = tuple(10**9 // 10**digits for digits in range(10))
 # New rows take the next ids (max + 1, ...: SQLite's rowid for a row inserted without one,
@@ -125,32 +141,50 @@ def row_of(message: Message) -> MessageRow:
     return row_from_message(message)
 
 
+def row_words(row: MessageRow) -> str:
+    """The ``index_words`` of the row's full-text document (its text, author, file names)."""
+    return index_words(row[5] if row[8] is None else document(row[5], row[8]))
+
+
 def row_message(channel: str, row: MessageRow) -> Message:
     """The message a row of ``channel`` holds (the inverse of :func:`row_of`)."""
     return message_from_row(channel, row[1], row[3], row[4], row[5], row[6], row[7], row[8])
 
 
 def post_rows(
-    store: ChannelStore, team: str, channel: str, rows: Sequence[MessageRow]
+    store: ChannelStore,
+    team: str,
+    channel: str,
+    rows: Sequence[MessageRow],
+    words: Sequence[str] | None = None,
 ) -> WriteResult:
     """``store.write([MessagePosted(team, m) for m in messages])`` for the messages ``rows``
-    hold, in one transaction; on SQLite the new rows go in bulk."""
+    hold, in one transaction; on SQLite the new rows go in bulk. ``words``: each row's
+    ``index_words`` of its document, when the caller has them already (an import splits them
+    in its parsing process); computed here otherwise."""
     if not rows:
         return WriteResult()
     if isinstance(store, SqliteChannelStore):
-        return store.transact(lambda applier, result: _post(applier, team, channel, rows, result))
+        return store.transact(
+            lambda applier, result: _post(applier, team, channel, rows, words, result)
+        )
     if isinstance(store, PostgresChannelStore):
         return store.post_rows(team, channel, rows)
     return store.write([MessagePosted(team, row_message(channel, row)) for row in rows])
 
 
 def _post(
-    applier: Applier, team: str, channel: str, rows: Sequence[MessageRow], result: WriteResult
+    applier: Applier,
+    team: str,
+    channel: str,
+    rows: Sequence[MessageRow],
+    words: Sequence[str] | None,
+    result: WriteResult,
 ) -> None:
     chan, erased_through = applier.channel(team, channel)
     horizon = applier.horizon
     fresh, one_by_one, _ = sort_posts(rows, erased_through, horizon, result)
-    stored = _stored(applier, chan, list(fresh))
+    stored = _stored(applier, chan, fresh)
     new: list[MessageRow] = []
     for key, row in fresh.items():
         old = stored.get(key)
@@ -163,38 +197,58 @@ def _post(
         else:
             applier.apply(MessagePosted(team, row_message(channel, row)), result)
     if new:
-        _insert(applier, chan, new)
+        # A key's first copy is the one in ``fresh``: reversed, the first copy's words win.
+        given = None
+        if words is not None:
+            given = dict(zip(map(_KEY, reversed(rows)), reversed(words), strict=True))
+        _insert(applier, chan, new, given)
         result.applied += len(new)
     for row in one_by_one:
         applier.apply(MessagePosted(team, row_message(channel, row)), result)
 
 
-def _insert(applier: Applier, chan: int, rows: list[MessageRow]) -> None:
+def _insert(
+    applier: Applier, chan: int, rows: list[MessageRow], given: dict[int, str] | None
+) -> None:
     """New rows, with the next ids, and their scoped documents into the shards those ids fall
-    in: one executemany into ``messages`` and one a shard (most batches: one shard)."""
+    in: one executemany into ``messages`` and one a shard (most batches: one shard). The
+    channel's code goes in front of each word inside SQLite (``scoped_words_sql``)."""
     db = applier.db
     first = int(db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]) + 1
     db.executemany(_INSERT.format(chan=int(chan)), rows)
-    code = channel_code(chan)
+    if given is None:
+        words = [
+            index_words(row[5] if row[8] is None else document(row[5], row[8])) for row in rows
+        ]
+    else:
+        words = [given[row[0]] for row in rows]
+    scoped = scoped_words_sql(channel_code(chan))
     start, end = first, first + len(rows)
     while start < end:
         shard = start >> SHARD_BITS
         stop = min(end, (shard + 1) << SHARD_BITS)
         applier.note_shard(chan, shard)
-        part = rows[start - first : stop - first]
-        texts = [row[5] if row[8] is None else document(row[5], row[8]) for row in part]
         db.executemany(
-            f"INSERT INTO {shard_table(shard)} (rowid, doc) VALUES (?, ?)",
-            zip(range(start, stop), scoped_texts(code, texts), strict=True),
+            f"INSERT INTO {shard_table(shard)} (rowid, doc) VALUES (?1, {scoped})",
+            zip(range(start, stop), words[start - first : stop - first], strict=True),
         )
         start = stop
 
 
-def _stored(applier: Applier, chan: int, keys: list[int]) -> dict[int, _Row]:
-    """The stored rows among ``keys``, by key, in one query."""
-    if not keys:
+def _stored(applier: Applier, chan: int, fresh: dict[int, MessageRow]) -> dict[int, _Row]:
+    """The stored rows among ``fresh``'s keys, by key, in one query; none asked for when the
+    channel holds nothing in their range (a first import: most batches)."""
+    if not fresh:
         return {}
-    found = applier.db.execute(
+    db = applier.db
+    held = db.execute(
+        "SELECT EXISTS (SELECT 1 FROM messages WHERE chan = ? AND ts_key BETWEEN ? AND ?)",
+        (chan, min(fresh), max(fresh)),
+    ).fetchone()[0]
+    if not held:
+        return {}
+    keys = list(fresh)
+    found = db.execute(
         f"SELECT ts_key, {_COLUMNS} FROM messages "
         "WHERE chan = ? AND ts_key IN (SELECT value FROM json_each(?))",
         (chan, json.dumps(keys)),

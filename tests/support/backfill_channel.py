@@ -28,7 +28,16 @@ from slack_sdk import WebClient
 
 from tests.support.slack_events import BOT_ID, BOT_USER, CHANNEL, STATE, TEAM
 
-__all__ = ["MINUTE", "backfill_on", "backfill_state", "missing_from_store", "run", "served"]
+__all__ = [
+    "MINUTE",
+    "answer_load",
+    "backfill_on",
+    "backfill_state",
+    "limited_fetcher",
+    "missing_from_store",
+    "run",
+    "served",
+]
 
 MINUTE = 0.05  # seconds the fake's and the limiter's minute lasts here
 
@@ -48,27 +57,12 @@ def backfill_on(
     """A backfill under the limited tier on a store in ``data``; ``first_load``: with the
     engine's first load (the newest page through the answers' fetcher), each channel it is
     asked for appended to ``loads``."""
-    tier = slack_tier("limited")
-    per_method = tier.per_method()
-    limiter = PriorityLimiter(
-        RateLimiter(
-            calls_per_minute=tier.workspace_per_minute, per_method=per_method, minute=MINUTE
-        ),
-        per_method,
-        minute=MINUTE,
-    )
-    fetcher = SlackFetcher(
-        WebClient(token="xoxb-test", base_url=fake.url),
-        limiter=limiter.background,
-        me=SelfIdentity(user_id=BOT_USER, bot_id=BOT_ID),
-        overflow="degrade",
-        page_size=tier.page,
-        max_retries=2,
-    )
+    fetcher = limited_fetcher(fake)
     opened = OpenStore(SqliteChannelStore(data, synchronous="NORMAL"))
     record = ChannelRecord(opened, TEAM)
     record.write([ChannelNamed(TEAM, CHANNEL, "general")])  # a channel the bot is in
-    settings = BackfillSettings(mode=mode, days=days, page=tier.page, idle_seconds=MINUTE)  # type: ignore[arg-type]
+    page = slack_tier("limited").page
+    settings = BackfillSettings(mode=mode, days=days, page=page, idle_seconds=MINUTE)  # type: ignore[arg-type]
     load = None
     if first_load:  # what the engine's first load does: the newest page, no replies
 
@@ -83,6 +77,34 @@ def backfill_on(
         record, fetcher, settings, first_load=load, progress_every=progress, gate=gate, share=share
     )
     return backfill, opened
+
+
+def limited_fetcher(fake: FakeSlackAPI) -> SlackFetcher:
+    """A fetcher of ``fake`` under the limited tier, the limiter's minute shortened to MINUTE."""
+    tier = slack_tier("limited")
+    per_method = tier.per_method()
+    limiter = PriorityLimiter(
+        RateLimiter(
+            calls_per_minute=tier.workspace_per_minute, per_method=per_method, minute=MINUTE
+        ),
+        per_method,
+        minute=MINUTE,
+    )
+    return SlackFetcher(
+        WebClient(token="xoxb-test", base_url=fake.url),
+        limiter=limiter.background,
+        me=SelfIdentity(user_id=BOT_USER, bot_id=BOT_ID),
+        overflow="degrade",
+        page_size=tier.page,
+        max_retries=2,
+    )
+
+
+def answer_load(opened: OpenStore, fake: FakeSlackAPI, channel: str = CHANNEL) -> None:
+    """What an answer's first load of ``channel`` stores: its newest page, no replies."""
+    record = ChannelRecord(opened, TEAM)
+    page = limited_fetcher(fake).channel_history(channel, limit=15)
+    record.warmed(channel, page, limit=15)
 
 
 def served(fake: FakeSlackAPI, method: str) -> int:

@@ -11,6 +11,7 @@ replies, counts, stats and search candidates of both stores are the same.
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -24,11 +25,13 @@ from chanctx.cache.channel_store import (
     SqliteChannelStore,
     StoreEvent,
     WriteResult,
+    index_words,
     message_row,
     post_rows,
     row_message,
     row_of,
 )
+from chanctx.cache.channel_store._fts import channel_code, scoped_text, scoped_words_sql
 from chanctx.context import Message, Reaction
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -182,3 +185,14 @@ def test_message_row_is_the_row_of_the_equal_message() -> None:
     )
     assert built == row_of(message)
     assert row_message("C1", built) == message
+
+
+@settings(max_examples=200)
+@given(st.text(max_size=40), st.integers(0, 2_000_000))
+def test_words_scoped_in_sqlite_are_the_scoped_text(text: str, chan: int) -> None:
+    """What the bulk insert indexes (``index_words`` split anywhere, the code added by SQL)
+    is what the store scopes itself, so a later deletion removes exactly those terms."""
+    code = channel_code(chan)
+    db = sqlite3.connect(":memory:")
+    (scoped,) = db.execute(f"SELECT {scoped_words_sql(code)}", (None, index_words(text))).fetchone()
+    assert scoped == scoped_text(code, text)

@@ -4,13 +4,15 @@ the importer asks intake. Fields come in the shapes Slack writes and in wrong on
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from chanctx.bot.export.reader import message_problem
 from chanctx.bot.export.rows import plain_row
+from chanctx.bot.export.typed_day import typed_day
 from chanctx.bot.slack.intake import Record, SelfIdentity, intake
-from chanctx.cache.channel_store import row_of
+from chanctx.cache.channel_store import index_words, row_of, row_words
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -123,3 +125,46 @@ def test_most_messages_are_plain() -> None:
     joined = dict(person, subtype="channel_join")
     shared = dict(person, files=[{"id": "F1"}])
     assert plain_row(joined) is None and plain_row(shared) is None
+
+
+def slow_rows(day: list[dict[str, Any]]) -> list[Any]:
+    """The rows the slower path gives for a day: ``plain_row``, else intake's."""
+    rows = [plain_row(raw) or intake_row(raw) for raw in day]
+    return [row for row in rows if row is not None]
+
+
+def typed_intake(raw: dict[str, Any], index: int) -> tuple[Any, str] | None:
+    row = intake_row(raw)
+    return None if row is None else (row, row_words(row))
+
+
+@pytest.mark.slow
+@settings(max_examples=300)
+@given(st.lists(exported(), min_size=1, max_size=4))
+def test_typed_day_gives_the_slower_paths_rows_or_steps_aside(day: list[dict[str, Any]]) -> None:
+    found = typed_day(json.dumps(day).encode(), typed_intake)
+    if found is not None:
+        rows, words, count = found
+        assert count == len(day)
+        assert rows == slow_rows(day)
+        assert words == [row_words(row) for row in rows]
+
+
+def test_typed_day_takes_a_usual_day_and_leaves_an_odd_one() -> None:
+    person = {"type": "message", "user": "U1", "text": "ça marche, v2.3", "ts": "1700000000.000100",
+              "client_msg_id": "x", "user_profile": {"display_name": "ana"}}  # fmt: skip
+    bot = {"type": "message", "subtype": "bot_message", "bot_id": "B1", "username": "deploybot",
+           "text": "deployed", "ts": "1700000001.000100"}  # fmt: skip
+    joined = dict(person, subtype="channel_join", ts="1700000002.000100")
+    shared = dict(person, files=[{"id": "F1", "title": "Plan"}], ts="1700000003.000100")
+    day = [person, bot, joined, shared]
+    found = typed_day(json.dumps(day).encode(), typed_intake)
+    assert found is not None
+    rows, words, count = found
+    assert count == 4 and rows == slow_rows(day)
+    assert words == ["ça marche v2 3", "deployed deploybot", "ça marche v2 3 Plan"]
+    assert index_words("Ünïcode—split_here 42") == "Ünïcode split here 42"
+    for odd in ({**person, "reply_count": "2"}, {**person, "ts": "17.1.2"}, ["not", "a", "dict"]):
+        assert typed_day(json.dumps([person, odd]).encode(), typed_intake) is None
+    lone = b'[{"ts": "1700000000.000100", "text": "\\ud800"}]'  # a lone surrogate
+    assert typed_day(lone, typed_intake) is None
