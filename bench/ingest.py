@@ -7,13 +7,16 @@ commit holding it.
 
 Runs, one after another on the same bodies, each on a fresh data dir:
 
-- *now, on disk*: this checkout, ``synchronous=FULL`` (every group commit fsynced);
-- *now, tmpfs*: the same with the data dir on /dev/shm (the commits, no disk);
-- *now, without httptools and uvloop*: uvicorn on its pure-Python parser and asyncio's loop
-  (how chanctx ran before it asked for them), on disk;
-- *before*: the intake as it was before the quick path (``--before``, a commit; its ``bot/``,
-  ``cache/``, ... extracted with ``git archive`` and put first on ``PYTHONPATH``), without
-  httptools and uvloop, on disk.
+- *now, on disk*: this checkout, ``synchronous=FULL`` (every group commit fsynced), from
+  ``--senders`` connections and again from ``--many`` (Slack delivers a busy workspace's
+  events concurrently; more requests waiting make larger group commits);
+- *previous*: the quick path one change earlier (``--previous``, a commit; its ``bot/``,
+  ``cache/``, ... extracted with ``git archive`` and put first on ``PYTHONPATH``), on disk;
+- *before*: the intake as it was before the quick path (``--before``, extracted the same way),
+  without httptools and uvloop, on disk;
+- *now, tmpfs*: this checkout with the data dir on /dev/shm (the commits, no disk);
+- with ``--plain``, *now, plain uvicorn*: uvicorn on its pure-Python parser and asyncio's
+  loop (how chanctx ran before it asked for httptools and uvloop), on disk.
 
 For each: events a second (wall clock, from the first send to the last acknowledgement), the
 server process's own CPU seconds per 1,000 events (user + system from ``/proc/<pid>/stat``:
@@ -52,6 +55,8 @@ from bench.store import channel_id
 ROOT = Path(__file__).resolve().parents[1]
 # The intake before the quick path (the parent of the commit that added it).
 BEFORE = "e4fc8da"
+# The quick path before its events path ran on bare ASGI messages (the last recorded run).
+PREVIOUS = "243be86"
 PACKAGES = ("bot", "cache", "context", "tools", "manifest_store", "fixtures")
 TARGET = 2_000  # events a second, durable (the issue's bar)
 
@@ -59,6 +64,7 @@ TARGET = 2_000  # events a second, durable (the issue's bar)
 @dataclass(frozen=True)
 class Run:
     label: str
+    senders: int
     rate: float  # events a second
     cpu_per_1000: float  # server CPU seconds per 1,000 events
     load: float  # 1-minute load average at the end
@@ -84,7 +90,7 @@ def plain_uvicorn(root: Path) -> Path:
 
 def checkout(commit: str, root: Path) -> Path:
     """The packages of ``commit`` as an importable ``chanctx`` under ``root``."""
-    target = root / "before" / "chanctx"
+    target = root / commit / "chanctx"
     target.mkdir(parents=True)
     archive = subprocess.run(
         ["git", "archive", commit, *PACKAGES], cwd=ROOT, check=True, capture_output=True
@@ -115,9 +121,11 @@ def run_one(
         finally:
             bot.stop()
     stored = stored_after(data, refused, label)
-    done = Run(label, len(bodies) / took, cpu / len(bodies) * 1000, load, stored, len(bodies))
+    rate, per_1000 = len(bodies) / took, cpu / len(bodies) * 1000
+    done = Run(label, senders, rate, per_1000, load, stored, len(bodies))
     print(
-        f"{label}: {done.rate:,.0f} events/s, {done.cpu_per_1000:.2f} CPU s per 1,000, "
+        f"{label} ({senders} senders): {done.rate:,.0f} events/s, "
+        f"{done.cpu_per_1000:.2f} CPU s per 1,000, "
         f"load {load:.1f}, {stored:,} stored",
         flush=True,
     )
@@ -125,48 +133,61 @@ def run_one(
 
 
 def report(args: argparse.Namespace, runs: list[Run]) -> str:
-    by = {run.label: run for run in runs}
-    now, before = by["now, on disk"], by.get("before, on disk")
+    by = {(run.label, run.senders): run for run in runs}
+    now = by[("now, on disk", args.senders)]
+    many = by.get(("now, on disk", args.many))
+    previous = by.get(("previous, on disk", args.senders))
+    before = by.get(("before, on disk", args.senders))
     lines = [
-        f"`python -m bench.ingest --events {args.events} --senders {args.senders}`: "
-        f"{args.events:,} signed `message` events (100 channels, chat-like text of 6-20 "
-        f"words, one in ten a thread reply) from {args.senders} keep-alive senders into a real "
-        "`chanctx run --http` on a fresh data dir, each acknowledged only after the group "
-        "commit holding it; the runs one after another in one process of this bench, the "
-        "senders on the same 2 cores as the server.",
+        f"`python -m bench.ingest --events {args.events} --senders {args.senders} "
+        f"--many {args.many}`: {args.events:,} signed `message` events (100 channels, chat-like "
+        "text of 6-20 words, one in ten a thread reply) from keep-alive senders (each waits for "
+        "its ack before its next event) into a real `chanctx run --http` on a fresh data dir, "
+        "each acknowledged only after the group commit holding it; the runs one after another "
+        "in one process of this bench, the senders (raw sockets, each request signed as it is "
+        "sent) on the same 2 cores as the server.",
         "",
-        "| intake | data dir | events/s | server CPU s per 1,000 events | load (1 min) | stored |",
-        "|---|---|---:|---:|---:|---:|",
+        "| intake | data dir | senders | events/s | server CPU s per 1,000 events "
+        "| load (1 min) | stored |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for run in runs:
         intake, _, where = run.label.rpartition(", ")
         lines.append(
-            f"| {intake} | {where} | {run.rate:,.0f} | {run.cpu_per_1000:.2f} | "
+            f"| {intake} | {where} | {run.senders} | {run.rate:,.0f} | {run.cpu_per_1000:.2f} | "
             f"{run.load:.1f} | {run.stored:,} |"
         )
     lines += [
         "",
         "*now*: this commit (events no listener answers recorded on the quick path, in "
-        "batches: `bot/events/quick_intake.py`), with httptools and uvloop; *plain uvicorn*: "
-        "the same code with both hidden; *before*: commit "
-        f"`{args.before}` (every event through Bolt's dispatch on a worker thread each) "
-        "without them, as it shipped. *on disk*: `synchronous=FULL`, every group commit "
-        "fsynced; *tmpfs*: /dev/shm.",
+        "batches, `bot/events/quick_intake.py`; the events path on bare ASGI messages, "
+        "`bot/server/raw_events.py`), with httptools and uvloop; *previous*: commit "
+        f"`{args.previous}` (the quick path behind Starlette's request and response objects); "
+        f"*before*: commit `{args.before}` (every event through Bolt's dispatch on a worker "
+        "thread each) without httptools and uvloop, as it shipped; *plain uvicorn*: this "
+        "commit with both hidden. *on disk*: `synchronous=FULL`, every group commit fsynced; "
+        "*tmpfs*: /dev/shm.",
         "",
     ]
-    shm = by.get("now, tmpfs")
-    summary = f"Durable now: **{now.rate:,.0f} events/s** at {now.cpu_per_1000:.2f} CPU s per 1,000"
-    if before is not None:
-        summary += (
-            f"; before: {before.rate:,.0f} events/s at {before.cpu_per_1000:.2f} "
-            f"({before.cpu_per_1000 / now.cpu_per_1000:.1f}x the CPU per event, "
-            f"{now.rate / before.rate:.2f}x the rate)"
-        )
+    summary = (
+        f"Durable now: **{now.rate:,.0f} events/s** from {now.senders} senders at "
+        f"{now.cpu_per_1000:.2f} CPU s per 1,000"
+    )
+    if many is not None:
+        summary += f", **{many.rate:,.0f} events/s** from {many.senders} at {many.cpu_per_1000:.2f}"
+    for name, other in (("previous", previous), ("before", before)):
+        if other is not None:
+            summary += (
+                f"; {name}: {other.rate:,.0f} events/s at {other.cpu_per_1000:.2f} "
+                f"({other.cpu_per_1000 / now.cpu_per_1000:.2f}x the CPU per event, now "
+                f"{now.rate / other.rate:.2f}x the rate)"
+            )
+    shm = by.get(("now, tmpfs", args.senders))
     if shm is not None:
         summary += f"; tmpfs / disk {shm.rate / now.rate:.2f}x"
-    ceiling = 1000 / now.cpu_per_1000
+    best = min(run.cpu_per_1000 for run in (now, many) if run is not None)
     summary += (
-        f". The server's CPU per event puts its ceiling at about {ceiling:,.0f} events/s "
+        f". The server's CPU per event puts its ceiling at about {1000 / best:,.0f} events/s "
         f"with a whole core to itself (target {TARGET:,} durable)."
     )
     lines.append(summary)
@@ -177,25 +198,31 @@ def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ingest")
     parser.add_argument("--events", type=int, default=100_000, help="signed events a run")
     parser.add_argument("--senders", type=int, default=8, help="keep-alive connections")
-    parser.add_argument("--before", default=BEFORE, help="the commit to compare with")
-    parser.add_argument("--no-before", action="store_true", help="skip the old commit's run")
+    parser.add_argument("--many", type=int, default=32, help="connections of the second run")
+    parser.add_argument("--before", default=BEFORE, help="the intake before the quick path")
+    parser.add_argument("--previous", default=PREVIOUS, help="the quick path one change back")
+    parser.add_argument("--no-before", action="store_true", help="skip the old commits' runs")
+    parser.add_argument("--plain", action="store_true", help="add a run without httptools")
     parser.add_argument("--no-write", action="store_true", help="print, leave RESULTS.md")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="chanctx-bench-ingest-"))
     shm = Path(tempfile.mkdtemp(prefix="chanctx-bench-ingest-", dir="/dev/shm"))
+    senders = args.senders
     try:
         bodies = ingest_bodies(args.events, channels=100)
         plain = plain_uvicorn(root)
-        runs = [run_one("now, on disk", root / "now", bodies, args.senders, ())]
+        runs = [run_one("now, on disk", root / "now", bodies, senders, ())]
+        runs.append(run_one("now, on disk", root / "many", bodies, args.many, ()))
         if not args.no_before:
+            previous = checkout(args.previous, root)
+            runs.append(run_one("previous, on disk", root / "prev", bodies, senders, (previous,)))
             old = checkout(args.before, root)
+            runs.append(run_one("before, on disk", root / "old", bodies, senders, (plain, old)))
+        runs.append(run_one("now, tmpfs", shm / "now", bodies, senders, ()))
+        if args.plain:
             runs.append(
-                run_one("before, on disk", root / "old", bodies, args.senders, (plain, old))
+                run_one("now, plain uvicorn, on disk", root / "plain", bodies, senders, (plain,))
             )
-        runs.append(run_one("now, tmpfs", shm / "now", bodies, args.senders, ()))
-        runs.append(
-            run_one("now, plain uvicorn, on disk", root / "plain", bodies, args.senders, (plain,))
-        )
     finally:
         shutil.rmtree(shm, ignore_errors=True)
         shutil.rmtree(root, ignore_errors=True)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import queue
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -101,7 +102,7 @@ def intake_many(runtime: Runtime, events: Sequence[Mapping[str, Any]]) -> None:
         runtime.feedback_of(event)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Waiting:
     runtime: Runtime
     event: dict[str, Any]
@@ -116,8 +117,10 @@ class QuickIntake:
 
     def __init__(self, running: RunningRuntime) -> None:
         self._running = running
-        self._queue: list[_Waiting] = []
-        self._ready = threading.Condition()
+        # A SimpleQueue: its put and get are C, where a Condition's notify and wait run
+        # Python on both threads for every event.
+        self._queue: queue.SimpleQueue[_Waiting] = queue.SimpleQueue()
+        self._start = threading.Lock()
         self._thread: threading.Thread | None = None
 
     async def take(self, body: dict[str, Any]) -> int | None:
@@ -133,20 +136,30 @@ class QuickIntake:
             # replicas: the change stream records it.
             return None
         answer: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        with self._ready:
-            self._queue.append(_Waiting(runtime, event, body.get("event_id"), answer))
+        if self._thread is None:
+            self._started()
+        self._queue.put(_Waiting(runtime, event, body.get("event_id"), answer))
+        return await answer
+
+    def _started(self) -> None:
+        with self._start:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="quick-intake", daemon=True)
                 self._thread.start()
-            self._ready.notify()
-        return await answer
+
+    def _taken(self) -> list[_Waiting]:
+        """What waits, at least one: all of it, up to ``MAX_BATCH``."""
+        taken = [self._queue.get()]
+        while len(taken) < MAX_BATCH:
+            try:
+                taken.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return taken
 
     def _run(self) -> None:
         while True:
-            with self._ready:
-                while not self._queue:
-                    self._ready.wait()
-                taken, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+            taken = self._taken()
             by_runtime: dict[int, list[_Waiting]] = {}
             for waiting in taken:
                 by_runtime.setdefault(id(waiting.runtime), []).append(waiting)

@@ -20,7 +20,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 from urllib.parse import parse_qs
 
-from chanctx.bot.server.bodies import BodyRefused, bounded_body
+from chanctx.bot.server.bodies import BodyRefused
+from chanctx.bot.server.raw_events import read_head, receive_body, send_answer
 from chanctx.bot.server.signature import BytesVerifier
 from chanctx.bot.slack.envelope import (
     STORE_FAILED,
@@ -52,14 +53,18 @@ def _text(status: int, message: str) -> Response:
     return JSONResponse({"ok": False, "error": message}, status_code=status)
 
 
-def _parsed(body: bytes, content_type: str) -> tuple[Response | None, Any]:
+# What to answer a body Bolt must not parse: a status and the error to say (None: empty).
+Refusal = tuple[int, str | None]
+
+
+def _checked(body: bytes, content_type: str) -> tuple[Refusal | None, Any]:
     """(what to answer a body Bolt must not parse, or None; the JSON envelope when the body is
     one). Refused: not UTF-8 or not JSON (400), nested too deep (400), or an envelope Bolt
     would crash on (acknowledged and logged)."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        return _text(400, "body is not UTF-8"), None
+        return (400, "body is not UTF-8"), None
     form = "form-urlencoded" in content_type
     if form:
         # Interactivity and commands: the JSON, if any, is in the ``payload`` field.
@@ -71,26 +76,25 @@ def _parsed(body: bytes, content_type: str) -> tuple[Response | None, Any]:
     try:
         envelope, reason = parse_json_payload(text)
     except ValueError as error:
-        return _text(400, f"body is not JSON: {str(error)[:200]}"), None
+        return (400, f"body is not JSON: {str(error)[:200]}"), None
     if reason is not None:
         logger.warning("acknowledged and dropped a malformed payload: %s", reason)
-        return Response(status_code=200), None
+        return (200, None), None
     return None, None if form else envelope
 
 
-def _status(status: int) -> Response:
-    if status == STORE_FAILED:
-        return _text(503, "could not store the event; retry")
-    return Response(status_code=status)
+def _refusal(refused: Refusal) -> Response:
+    status, error = refused
+    return Response(status_code=status) if error is None else _text(status, error)
 
 
 def _answer(bolt: App, request: Request, body: bytes, *, checked: bool) -> Response:
     """Bolt's dispatch, on a worker thread (after the body is checked, unless ``checked``
     says the event loop did that already)."""
     if not checked:
-        refused, _ = _parsed(body, request.headers.get("content-type", ""))
+        refused, _ = _checked(body, request.headers.get("content-type", ""))
         if refused is not None:
-            return refused
+            return _refusal(refused)
     try:
         try:
             bolt_request = to_bolt_request(request, body)
@@ -143,40 +147,50 @@ def build_asgi_app(
     if verifier is None and bolt_verifies:
         quick = None
 
-    async def events(request: Request) -> Response:
-        header_bytes = sum(len(k) + len(v) for k, v in request.headers.raw)
-        if header_bytes > MAX_HEADERS:
-            return _text(431, f"headers larger than {MAX_HEADERS} bytes")
+    async def events(scope: Scope, receive: Receive, send: Send) -> None:
+        head = read_head(scope)
+        if head.size > MAX_HEADERS:
+            await send_answer(send, 431, f"headers larger than {MAX_HEADERS} bytes")
+            return
         try:
-            body = await bounded_body(request, max_body, body_timeout)
+            body = await receive_body(receive, head, max_body, body_timeout)
         except BodyRefused as unread:
-            return _text(unread.status, unread.reason)
-        headers = request.headers
-        if verifier is not None and not verifier.is_valid(
-            body,
-            headers.get("x-slack-request-timestamp"),
-            headers.get("x-slack-signature"),
+            await send_answer(send, unread.status, unread.reason)
+            return
+        if verifier is not None and not verifier.is_valid(body, head.timestamp, head.signature):
+            await send_answer(send, 401, "invalid or stale signature")
+            return
+        checked = False
+        if (
+            quick is not None
+            and len(body) <= QUICK_BODY
+            and "form-urlencoded" not in head.content_type
         ):
-            return _text(401, "invalid or stale signature")
-        content_type = headers.get("content-type", "")
-        if quick is not None and len(body) <= QUICK_BODY and "form-urlencoded" not in content_type:
             # An event's envelope (a few KB) is parsed here, once; what the quick path does
             # not take goes to Bolt.
-            refused, envelope = _parsed(body, content_type)
+            refused, envelope = _checked(body, head.content_type)
             if refused is not None:
-                return refused
+                await send_answer(send, *refused)
+                return
+            checked = True
             if isinstance(envelope, dict):
                 try:
                     status = await quick.take(envelope)
                 except Exception as error:  # ours, not the client's: logged, acknowledged
                     logger.warning("an event failed (%s); acknowledged", describe_error(error))
-                    return Response(status_code=200)
+                    status = 200
                 if status is not None:
-                    return _status(status)
-            return await run_in_threadpool(_answer, bolt, request, body, checked=True)
-        # Off the event loop: a large body nested thousands deep takes a while to refuse,
-        # and /healthz must not wait for it.
-        return await run_in_threadpool(_answer, bolt, request, body, checked=False)
+                    if status == STORE_FAILED:
+                        await send_answer(send, 503, "could not store the event; retry")
+                    else:
+                        await send_answer(send, status)
+                    return
+        # Bolt's dispatch, off the event loop: a large body nested thousands deep takes a
+        # while to refuse, and /healthz must not wait for it.
+        response = await run_in_threadpool(
+            _answer, bolt, Request(scope, receive), body, checked=checked
+        )
+        await response(scope, receive, send)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"ok": True})
@@ -193,7 +207,7 @@ def build_asgi_app(
         return _text(503, "storage unavailable; retry")
 
     routes: list[BaseRoute] = [
-        Route(path, events, methods=["POST"]),
+        Route(path, _Raw(events), methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         *extra_routes,
@@ -206,6 +220,17 @@ def build_asgi_app(
     )
 
 
+class _Raw:
+    """An ASGI endpoint for the router (a plain function would be taken for a request handler):
+    the events path, when a root path sends it through the routes."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._app(scope, receive, send)
+
+
 class _EventsFirst(Starlette):
     """The app, with Slack's events path served before Starlette's middleware and router:
     every event would otherwise pass two exception middlewares, the route table and a
@@ -214,7 +239,7 @@ class _EventsFirst(Starlette):
     own error middleware."""
 
     def __init__(
-        self, events: Callable[[Request], Awaitable[Response]], path: str, **settings: Any
+        self, events: Callable[[Scope, Receive, Send], Awaitable[None]], path: str, **settings: Any
     ) -> None:
         super().__init__(**settings)
         self._events = events
@@ -228,8 +253,7 @@ class _EventsFirst(Starlette):
             and not scope.get("root_path")
         ):
             scope["app"] = self
-            response = await self._events(Request(scope, receive))
-            await response(scope, receive, send)
+            await self._events(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
 

@@ -56,6 +56,11 @@ def malformed(body: Any) -> str | None:
         return f"the payload is {type(body).__name__}, not an object"
     if depth_over(body):
         return f"the payload nests more than {MAX_DEPTH} levels deep"
+    return _shape(body)
+
+
+def _shape(body: dict[str, Any]) -> str | None:
+    """``malformed`` once the payload is known to be an object of bounded depth."""
     kind = body.get("type")
     if kind is not None and not isinstance(kind, str):
         return f"'type' is {type(kind).__name__}, not a string"
@@ -102,9 +107,13 @@ def parse_json_payload(text: str) -> tuple[Any, str | None]:
         body = json.loads(text)
     except RecursionError:
         raise too_deep from None
-    if depth_over(body):
+    # Every level of nesting opens with a bracket, so a text with at most MAX_DEPTH of them
+    # (an event has a handful) cannot nest deeper: the walk is for the rest.
+    if text.count("{") + text.count("[") > MAX_DEPTH and depth_over(body):
         raise too_deep
-    return body, malformed(body)
+    if not isinstance(body, dict):
+        return body, f"the payload is {type(body).__name__}, not an object"
+    return body, _shape(body)
 
 
 # What a listener's failure to store an event answers: Slack retries it (HTTP: the status;
