@@ -88,6 +88,7 @@ def from_postgres(
     write: bool,
     started: float,
     shares: Sequence[float | None] = (None, 0.5),
+    command: str = "python -m bench locomo_store --postgres",
 ) -> None:
     """The restart rows with the channel store on PostgreSQL (the suite's way of starting one:
     ``initdb`` into a temporary directory, a loopback port), one for each of ``shares`` (None:
@@ -122,7 +123,7 @@ def from_postgres(
     measured = " and ".join(f'"{POSTGRES_ROWS[share]}"' for share in rows)
     lines += [
         "",
-        f"Rerun of {measured} alone (`python -m bench locomo_store --postgres`: "
+        f"Rerun of {measured} alone (`{command}`: "
         f"{time.perf_counter() - started:.0f} s): this section's measurement date; every other "
         f"row and note above is as measured {before}.",
     ]
