@@ -223,7 +223,8 @@ def report(samples: Samples, messages: int, repeats: int, baselines: dict[str, f
         "channel's oldest message holds (does the first answer cover everything stored?) or a",
         "mention answered through Claude (the fake Messages API) and posted in its thread.",
         '"eager" is the same code with the anthropic SDK imported before chanctx starts, as',
-        "chanctx did before; the builds took turns, so the load fell on both alike.",
+        "chanctx did before; the builds took turns, so the load fell on both alike. Bytecode is",
+        "cached as an installed chanctx has it (one unmeasured start of each build fills it).",
         "",
         "| store | build | spawn to /readyz 200 | spawn to first query answer | "
         "spawn to first mention answered |",
