@@ -30,6 +30,7 @@ BENCHES: Final[dict[str, tuple[str, ...]]] = {
     "store": ("Channel store",),
     "store_postgres": ("Channel store on PostgreSQL",),
     "store_served": ("Channel store served",),
+    "startup": ("Restart to ready",),
     "ingest": ("Ingest over HTTP",),
     "import_export": ("Import",),
     "backfill": ("Backfill under Slack's tiers",),

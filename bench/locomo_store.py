@@ -1,7 +1,10 @@
 """LoCoMo's real path served from the channel store (``python -m bench locomo_store``, or
 ``python -m bench.locomo --from-store``):
 the bot that heard the conversation, a restarted bot whose index is built from the store, and one
-whose byte budget leaves its index only the newest part of the channel, in one run."""
+whose byte budget leaves its index only the newest part of the channel, in one run.
+
+``--postgres [--only whole|half]``: the two restarted rows again with the store on PostgreSQL,
+put beside the embedded rows (which are not run again)."""
 
 from __future__ import annotations
 
@@ -22,10 +25,16 @@ from tests.support.postgres_server import postgres_server
 __all__ = ["from_postgres", "from_store", "main"]
 
 SECTION = "Search quality (LoCoMo) from the store"
-POSTGRES_ROW = (
-    "from PostgreSQL (`--database-url`), budget half the channel: newest eighth indexed, "
-    "the rest via `search_candidates`"
-)
+# The PostgreSQL rows, by the share of the conversation's bytes the index budget is (None: the
+# whole conversation indexed, as the embedded store's second row).
+POSTGRES_ROWS: dict[float | None, str] = {
+    None: "from PostgreSQL (`--database-url`) after a restart (index built from the store)",
+    0.5: (
+        "from PostgreSQL (`--database-url`), budget half the channel: newest eighth indexed, "
+        "the rest via `search_candidates`"
+    ),
+}
+POSTGRES_VARIANTS = {"whole": None, "half": 0.5}
 
 
 def from_store(conversations: Sequence[Conversation], *, write: bool, started: float) -> None:
@@ -73,37 +82,50 @@ def from_store(conversations: Sequence[Conversation], *, write: bool, started: f
     print(body)
 
 
-def from_postgres(conversations: Sequence[Conversation], *, write: bool, started: float) -> None:
-    """The budget-half restart with the channel store on PostgreSQL (the suite's way of
-    starting one: ``initdb`` into a temporary directory, a loopback port), its row added to
-    the section beside the embedded rows, which stay as they were measured (their date is
-    kept in the text)."""
-    server = postgres_server(Path(tempfile.mkdtemp(prefix="chanctx-locomo-pg-")))
-    try:
-        real = measure_real_path(
-            conversations, restart=True, index_share=0.5, database_url=server.url
-        )
-    finally:
-        server.stop("fast")
-        shutil.rmtree(server.workdir, ignore_errors=True)
-    cells = " | ".join(f"{overall(real.scored, k):.1f}" for k in KS)
-    row = f"| {POSTGRES_ROW} | {cells} | {len(real.errors)} |"
-    print(row)
+def from_postgres(
+    conversations: Sequence[Conversation],
+    *,
+    write: bool,
+    started: float,
+    shares: Sequence[float | None] = (None, 0.5),
+    command: str = "python -m bench locomo_store --postgres",
+) -> None:
+    """The restart rows with the channel store on PostgreSQL (the suite's way of starting one:
+    ``initdb`` into a temporary directory, a loopback port), one for each of ``shares`` (None:
+    the whole conversation indexed; 0.5: the budget-half restart), each put beside the embedded
+    rows, which stay as they were measured (the notes say when)."""
+    rows: dict[float | None, str] = {}
+    for share in shares:
+        server = postgres_server(Path(tempfile.mkdtemp(prefix="chanctx-locomo-pg-")))
+        try:
+            real = measure_real_path(
+                conversations, restart=True, index_share=share, database_url=server.url
+            )
+        finally:
+            server.stop("fast")
+            shutil.rmtree(server.workdir, ignore_errors=True)
+        cells = " | ".join(f"{overall(real.scored, k):.1f}" for k in KS)
+        rows[share] = f"| {POSTGRES_ROWS[share]} | {cells} | {len(real.errors)} |"
+        print(rows[share], flush=True)
     body = sections().get(SECTION, "")
     if not write or not body:
         return
     found = STAMP.search(body)
-    embedded = found["stamp"] if found else "earlier"
+    before = found["stamp"] if found else "earlier"
     lines = [line for line in body.splitlines() if not line.startswith(("## ", "_Measured"))]
-    lines = [line for line in lines if not line.startswith(f"| {POSTGRES_ROW}")]
-    lines = [line for line in lines if not line.startswith("The PostgreSQL row")]
-    last = max(n for n, line in enumerate(lines) if line.startswith("| "))
-    lines.insert(last + 1, row)
+    for share, row in rows.items():
+        at = [n for n, line in enumerate(lines) if line.startswith(f"| {POSTGRES_ROWS[share]}")]
+        if at:
+            lines[at[0]] = row
+        else:  # after the last row of the table
+            last = max(n for n, line in enumerate(lines) if line.startswith("| "))
+            lines.insert(last + 1, row)
+    measured = " and ".join(f'"{POSTGRES_ROWS[share]}"' for share in rows)
     lines += [
         "",
-        f"The PostgreSQL row (`python -m bench locomo_store --postgres`, run alone: "
-        f"{time.perf_counter() - started:.0f} s) is this section's measurement date; the "
-        f"embedded rows above it are as measured {embedded}, not run again.",
+        f"Rerun of {measured} alone (`{command}`: "
+        f"{time.perf_counter() - started:.0f} s): this section's measurement date; every other "
+        f"row and note above is as measured {before}.",
     ]
     write_section(SECTION, "\n".join(lines).strip())
 
@@ -115,7 +137,16 @@ def main(argv: Sequence[str] = ()) -> None:
         path = benchdata(args[args.index("--data") + 1]) / "locomo" / "locomo10.json"
     conversations, _ = load(path)
     if "--postgres" in args:
-        from_postgres(conversations, write="--no-write" not in args, started=time.perf_counter())
+        only = args[args.index("--only") + 1] if "--only" in args else None
+        if only is not None and only not in POSTGRES_VARIANTS:
+            raise SystemExit(f"--only: {only!r} is not one of {', '.join(POSTGRES_VARIANTS)}")
+        shares = [POSTGRES_VARIANTS[only]] if only else list(POSTGRES_ROWS)
+        from_postgres(
+            conversations,
+            write="--no-write" not in args,
+            started=time.perf_counter(),
+            shares=shares,
+        )
         return
     from_store(conversations, write="--no-write" not in args, started=time.perf_counter())
 

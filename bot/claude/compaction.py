@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import anthropic
 from chanctx.bot.claude.session_state import SessionSettings, SessionState
 from chanctx.context import TokenCounter
 from chanctx.manifest_store import CompactionEntry, needs_compaction, summarize_request, trim
+
+if TYPE_CHECKING:
+    import anthropic
 
 __all__ = ["fold_old_turns", "used_tokens"]
 

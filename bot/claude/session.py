@@ -19,9 +19,8 @@ import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 from cachetools import LRUCache
 from chanctx.bot.claude.compaction import fold_old_turns, used_tokens
 from chanctx.bot.claude.conversation import (
@@ -59,6 +58,7 @@ from chanctx.bot.core.recipe_runner import RecipeRunner
 from chanctx.bot.core.turns import Answer, SentBlock, StaleContext, Turn
 from chanctx.bot.messages_api.request_fit import estimate_tokens
 from chanctx.bot.messages_api.request_rules import NO_ANSWER, check_request, repaired
+from chanctx.bot.messages_api.sdk import DeferredClient, api_error, resolved, timeout_error
 from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks
 from chanctx.context import (
     DEFAULT_ADJACENT_WINDOW,
@@ -81,6 +81,9 @@ from chanctx.manifest_store import (
     rebuild,
 )
 
+if TYPE_CHECKING:
+    import anthropic
+
 __all__ = ["DEFAULT_MODEL", "ClaudeResponder", "SessionSettings"]
 
 logger = logging.getLogger("chanctx.session")
@@ -93,7 +96,6 @@ _RECIPE = "chanctx:recipe"
 # What the attached package holds (messages in full, playbook bullets): a session resumed after
 # a restart, or on another replica, needs them as the one that attached it did.
 _PACKAGE = "chanctx:package"
-
 
 _MAX_SESSIONS = 256  # active threads; an evicted session resumes from its log
 _DEADLINE: ContextVar[float | None] = ContextVar("chanctx_claude_deadline", default=None)
@@ -111,7 +113,7 @@ class ClaudeResponder:
 
     def __init__(
         self,
-        client: anthropic.Anthropic,
+        client: anthropic.Anthropic | DeferredClient,
         *,
         engine: ContextEngine,
         store: SessionLogs,
@@ -275,7 +277,7 @@ class ClaudeResponder:
             # would cost decides, then the turn is built again on the compacted session.
             try:
                 compacted = self._compact(session, size)
-            except (anthropic.APIError, ChanctxError) as error:
+            except (api_error(), ChanctxError) as error:
                 logger.warning("compaction of %s failed before sending: %s", session.key, error)
                 compacted = False
             if compacted:  # the next turn attaches fresh context: plan and build it again
@@ -403,13 +405,13 @@ class ClaudeResponder:
             session.messages, session.context_attached = [], False
         try:
             self._maybe_compact(session, loop.last_usage)
-        except (anthropic.APIError, ChanctxError) as error:
+        except (api_error(), ChanctxError) as error:
             # The answer is already logged; compaction is tried again after the next turn.
             logger.warning("compaction of %s failed, answering anyway: %s", session.key, error)
 
     def _create(self, request: dict[str, Any]) -> anthropic.types.Message:
         # Plain dicts are what is logged and replayed; the SDK's TypedDicts describe the same.
-        create: Callable[..., anthropic.types.Message] = self.client.messages.create
+        create: Callable[..., anthropic.types.Message] = resolved(self.client).messages.create
         check_request(request)  # every request, the summarizing one too, obeys the documented rules
         deadline = _DEADLINE.get()
         if deadline is None:
@@ -419,7 +421,7 @@ class ClaudeResponder:
             raise ClaudeDeadline(self.settings.deadline_seconds)
         try:
             return create(**request, timeout=left)
-        except anthropic.APITimeoutError as error:
+        except timeout_error() as error:
             raise ClaudeDeadline(self.settings.deadline_seconds) from error
 
     def _recipe_settings(self, fitted: Fitted | None) -> ContextSettings | None:

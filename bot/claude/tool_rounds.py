@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 from chanctx.bot.claude.conversation import with_breakpoints
 from chanctx.bot.claude.scratchpad import SCRATCHPAD_READ, SCRATCHPAD_TOOL, Scratchpad
 from chanctx.bot.claude.session_media import Located, MediaAttacher
@@ -19,6 +18,9 @@ from chanctx.bot.core.turns import ToolCall, Turn
 from chanctx.bot.messages_api.request_fit import fit_request
 from chanctx.context import TokenCounter
 from chanctx.tools import ChannelTools, ToolResult
+
+if TYPE_CHECKING:
+    import anthropic
 
 __all__ = ["ToolRounds"]
 

@@ -33,6 +33,7 @@ from chanctx.bot.launch.one_workspace import api_routes, build_runtime, load_api
 from chanctx.bot.launch.options import SettingsError
 from chanctx.bot.launch.settings import SLACK_API, RunSettings
 from chanctx.bot.launch.slack_budget import start_backfill
+from chanctx.bot.messages_api.sdk import warm
 from chanctx.bot.server import build_asgi_app, run_server
 from chanctx.bot.server.admin_api import admin_routes
 from chanctx.bot.server.api_access import ApiKeys
@@ -199,6 +200,8 @@ def _serve_teams(settings: RunSettings, store: InstallationStore, channels: Open
             logger.info("%d installed workspaces resumed", workspaces.start())
         finally:
             started.set()
+        if settings.anthropic_api_key:
+            warm()  # the anthropic SDK's import, off the start path (bot/messages_api/sdk.py)
 
     threading.Thread(target=start, name="chanctx-workspaces", daemon=True).start()
     try:

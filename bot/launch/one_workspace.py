@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import anthropic
 from chanctx.bot.claude.session import ClaudeResponder
 from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
 from chanctx.bot.core.embeddings import EmbeddingSimilarity, load_embed
@@ -36,6 +35,7 @@ from chanctx.bot.launch.slack_budget import (
     tiered_limiter,
     tiered_settings,
 )
+from chanctx.bot.messages_api.sdk import DeferredClient, warm
 from chanctx.bot.playbooks.channel_playbooks import ChannelPlaybooks
 from chanctx.bot.playbooks.curators import ClaudeCurator, Curator, OfflineCurator
 from chanctx.bot.replicas.replicas import Replicas
@@ -58,6 +58,9 @@ from starlette.routing import BaseRoute
 __all__ = ["build_runtime", "known_state", "redis_link", "serve"]
 
 logger = logging.getLogger("chanctx.serve")
+
+# Seconds after serving starts when the anthropic SDK is imported if no /readyz came first.
+WARM_AFTER = 5.0
 
 
 def redis_link(options: Options) -> RedisLink | None:
@@ -131,8 +134,9 @@ def build_runtime(
         if link
         else None
     )
+    # The SDK is imported off the start path: by ``serve``'s warm-up, or the first answer.
     claude = (
-        anthropic.Anthropic(api_key=settings.anthropic_api_key, max_retries=3)
+        DeferredClient(api_key=settings.anthropic_api_key, max_retries=3)
         if settings is not None and settings.anthropic_api_key
         else None
     )
@@ -188,7 +192,7 @@ def build_runtime(
 
 
 def _curator(
-    options: Options, engine: ContextEngine, claude: anthropic.Anthropic | None
+    options: Options, engine: ContextEngine, claude: DeferredClient | None
 ) -> Curator | None:
     """Who grows the playbooks (``--curator``): off by default in ``run``."""
     if options.curator == "offline":
@@ -222,9 +226,14 @@ def serve(
         shared.start(runtime.take, runtime.workers)
     channels = runtime.engine.record.opened if runtime.engine.record is not None else None
 
+    answers_with_claude = isinstance(runtime.responder, ClaudeResponder)
+
     def ready() -> bool:
         stored = channels is None or channels.problem is None
-        return stored and recovered.is_set() and (shared is None or shared.ready())
+        now = stored and recovered.is_set() and (shared is None or shared.ready())
+        if now and answers_with_claude:
+            warm()  # the SDK's import, once the start's own work is done (messages_api/sdk.py)
+        return now
 
     def status() -> dict[str, Any]:
         return {
@@ -245,6 +254,10 @@ def serve(
         expire_sessions(forgetting, settings.options)
     admin = None
     backfill = start_backfill(runtime, settings.options)
+    if answers_with_claude:  # a process nobody asks /readyz warms up a little later
+        later = threading.Timer(WARM_AFTER, warm)
+        later.daemon = True
+        later.start()
     try:
         if settings.mode == "http":
             routes = _api_routes(runtime, settings)

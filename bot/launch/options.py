@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from chanctx.bot.core.data_flags import DEFAULT_HISTORY_MB
 from chanctx.bot.launch.option_values import (
     choice,
     database_url,
@@ -74,7 +75,7 @@ class Options(BaseModel):
     compaction: Literal["trim", "summarize", "off"] = "trim"
     compaction_threshold: float = 0.8
     history_per_channel: int = 5_000
-    history_mb: int = 256  # history + indexes: RssAnon of a served process stays under 400 MB
+    history_mb: int = DEFAULT_HISTORY_MB  # history + indexes (bot/core/data_flags.py)
     retention_days: int | None = None  # None: keep every message
     store_gb: float | None = None  # None: no bound but the disk
     purge_interval: float = 86_400.0  # retention's purge: daily (shorter only for tests)

@@ -18,11 +18,14 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import anthropic
 from cachetools import LRUCache
+from chanctx.bot.messages_api.sdk import anthropic_error, new_client
 from chanctx.context.tokens import TokenCounter, default_counter
+
+if TYPE_CHECKING:
+    import anthropic
 
 __all__ = ["ExactCounter", "make_counter"]
 
@@ -73,7 +76,7 @@ class ExactCounter:
         try:
             frame = self._frame_tokens()
             tokens = max(self._request(text) - frame, 0)
-        except anthropic.AnthropicError as exc:
+        except anthropic_error() as exc:
             self._failed(exc)
             return self.fallback.count(text)
         with self._lock:
@@ -116,5 +119,5 @@ def make_counter(
     key = api_key or os.environ.get("ANTHROPIC_API_KEY")
     if not key:
         return default_counter(model)
-    client = anthropic.Anthropic(api_key=key, base_url=base_url)
+    client = new_client(api_key=key, base_url=base_url)
     return ExactCounter(client, model=model)

@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
-import anthropic
 from chanctx.bot.messages_api.request_rules import check_request
+from chanctx.bot.messages_api.sdk import DeferredClient, api_error, resolved
 from chanctx.context import Message, Names, TokenCounter, default_counter, iso_from_ts
 from chanctx.context.curator import offline_deltas
 from chanctx.context.playbook import SECTIONS, Bullet, BulletSource, Delta
 from chanctx.context.render import author_of, text_of
 from pydantic import ValidationError
+
+if TYPE_CHECKING:
+    import anthropic
 
 __all__ = [
     "CURATOR_TOOL",
@@ -110,7 +113,7 @@ _SYSTEM = (
 class ClaudeCurator:
     def __init__(
         self,
-        client: anthropic.Anthropic,
+        client: anthropic.Anthropic | DeferredClient,
         *,
         names: Names,
         model: str = DEFAULT_CURATOR_MODEL,
@@ -130,8 +133,8 @@ class ClaudeCurator:
         request = self.request(shown, current)
         try:
             check_request(request)
-            response = self._client.messages.create(**request)
-        except (anthropic.APIError, ValueError) as error:
+            response = resolved(self._client).messages.create(**request)
+        except (api_error(), ValueError) as error:
             logger.warning("the curator call for %s failed: %s", turn, error)
             return []
         known = {m.ts for m in shown}

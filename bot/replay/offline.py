@@ -17,6 +17,7 @@ import anthropic
 from chanctx.bot.claude.session import ClaudeResponder, SessionSettings
 from chanctx.bot.core.built_context import ContextSettings
 from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
+from chanctx.bot.core.data_flags import DEFAULT_HISTORY_MB
 from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.core.recipe_runner import RecipeRunner
 from chanctx.bot.core.runtime import Runtime
@@ -94,7 +95,7 @@ class OfflineBot:
         session_settings: SessionSettings | None = None,
         recipe: RecipeRunner | None = None,
         history_per_channel: int = 5_000,
-        history_mb: int = 1024,
+        history_mb: int = DEFAULT_HISTORY_MB,
         claude_latency_ms: int = 0,
         curator: Literal["off", "offline", "claude"] = "offline",
         curator_model: str = DEFAULT_CURATOR_MODEL,

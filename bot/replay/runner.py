@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from chanctx.bot.claude.session import SessionSettings
 from chanctx.bot.core.built_context import ContextSettings
+from chanctx.bot.core.data_flags import DEFAULT_HISTORY_MB
 from chanctx.bot.core.recipe_runner import RecipeRunner
 from chanctx.bot.core.turns import Responder, TurnResult, turn_id
 from chanctx.bot.playbooks.channel_playbooks import bullets_json
@@ -43,7 +44,7 @@ class ReplayOptions:
     continued: bool = False
     recipe: RecipeRunner | None = None
     history_per_channel: int = 5_000  # newest kept per channel (search: all stored)
-    history_mb: int = 1024  # memory all channels' history may hold
+    history_mb: int = DEFAULT_HISTORY_MB  # memory the history and indexes may hold (--history-mb)
     requests_out: Path | None = None  # write each Messages API request body here (JSONL)
     curator: Literal["off", "offline", "claude"] = "offline"  # who grows the playbooks
     curator_model: str = "claude-haiku-4-5"
