@@ -11,12 +11,11 @@ sent), 400 a Content-Length that is not a number or a client gone, 408 too slow.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import dataclass
 from typing import Any, Final
 
-from chanctx.bot.server.bodies import BodyRefused
+from chanctx.bot.server.bodies import BodyRefused, before_deadline
 from starlette.types import Receive, Scope, Send
 
 __all__ = ["Head", "read_head", "receive_body", "send_answer"]
@@ -61,31 +60,14 @@ def read_head(scope: Scope) -> Head:
 async def receive_body(receive: Receive, head: Head, limit: int, timeout: float) -> bytes:
     """The whole body within ``limit`` bytes and ``timeout`` seconds, or ``BodyRefused``.
 
-    The deadline is one timer that cancels this task, as in ``bodies.bounded_body``."""
+    The deadline is ``bodies.before_deadline``'s, as for every other body."""
     declared = head.content_length
     if declared is not None:
         if not declared.isdigit():
             raise BodyRefused(400, f"Content-Length is not a number: {declared}")
         if int(declared) > limit:
             raise BodyRefused(413, f"body larger than {limit} bytes")
-    task = asyncio.current_task()
-    expired: list[bool] = []
-
-    def expire() -> None:
-        expired.append(True)
-        if task is not None:
-            task.cancel()
-
-    timer = asyncio.get_running_loop().call_later(timeout, expire)
-    try:
-        return await _read(receive, limit)
-    except asyncio.CancelledError:
-        if not expired or task is None:
-            raise  # cancelled by someone else: not ours to swallow
-        task.uncancel()
-        raise BodyRefused(408, f"body not received within {timeout:g} s") from None
-    finally:
-        timer.cancel()
+    return await before_deadline(_read(receive, limit), timeout)
 
 
 async def _read(receive: Receive, limit: int) -> bytes:
