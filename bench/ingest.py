@@ -11,7 +11,8 @@ Runs, one after another on the same bodies, each on a fresh data dir:
   ``--senders`` connections and again from ``--many`` (Slack delivers a busy workspace's
   events concurrently; more requests waiting make larger group commits);
 - *previous*: the quick path one change earlier (``--previous``, a commit; its ``bot/``,
-  ``cache/``, ... extracted with ``git archive`` and put first on ``PYTHONPATH``), on disk;
+  ``cache/``, ... extracted with ``git archive`` and put first on ``PYTHONPATH``), on disk,
+  from both sender counts;
 - *before*: the intake as it was before the quick path (``--before``, extracted the same way),
   without httptools and uvloop, on disk;
 - *now, tmpfs*: this checkout with the data dir on /dev/shm (the commits, no disk);
@@ -55,8 +56,9 @@ from bench.store import channel_id
 ROOT = Path(__file__).resolve().parents[1]
 # The intake before the quick path (the parent of the commit that added it).
 BEFORE = "e4fc8da"
-# The quick path before its events path ran on bare ASGI messages (the last recorded run).
-PREVIOUS = "243be86"
+# The quick path before its intake thread overlapped a batch's preparation with the previous
+# batch's commit (the events path on bare ASGI messages already).
+PREVIOUS = "ca03546"
 PACKAGES = ("bot", "cache", "context", "tools", "manifest_store", "fixtures")
 TARGET = 2_000  # events a second, durable (the issue's bar)
 
@@ -137,6 +139,7 @@ def report(args: argparse.Namespace, runs: list[Run]) -> str:
     now = by[("now, on disk", args.senders)]
     many = by.get(("now, on disk", args.many))
     previous = by.get(("previous, on disk", args.senders))
+    previous_many = by.get(("previous, on disk", args.many))
     before = by.get(("before, on disk", args.senders))
     lines = [
         f"`python -m bench.ingest --events {args.events} --senders {args.senders} "
@@ -162,7 +165,8 @@ def report(args: argparse.Namespace, runs: list[Run]) -> str:
         "*now*: this commit (events no listener answers recorded on the quick path, in "
         "batches, `bot/events/quick_intake.py`; the events path on bare ASGI messages, "
         "`bot/server/raw_events.py`), with httptools and uvloop; *previous*: commit "
-        f"`{args.previous}` (the quick path behind Starlette's request and response objects); "
+        f"`{args.previous}` (the intake thread waited for each batch's commit before taking "
+        "the next); "
         f"*before*: commit `{args.before}` (every event through Bolt's dispatch on a worker "
         "thread each) without httptools and uvloop, as it shipped; *plain uvicorn*: this "
         "commit with both hidden. *on disk*: `synchronous=FULL`, every group commit fsynced; "
@@ -182,6 +186,11 @@ def report(args: argparse.Namespace, runs: list[Run]) -> str:
                 f"({other.cpu_per_1000 / now.cpu_per_1000:.2f}x the CPU per event, now "
                 f"{now.rate / other.rate:.2f}x the rate)"
             )
+    if previous_many is not None and many is not None:
+        summary += (
+            f"; previous from {many.senders}: {previous_many.rate:,.0f} events/s at "
+            f"{previous_many.cpu_per_1000:.2f} (now {many.rate / previous_many.rate:.2f}x the rate)"
+        )
     shm = by.get(("now, tmpfs", args.senders))
     if shm is not None:
         summary += f"; tmpfs / disk {shm.rate / now.rate:.2f}x"
@@ -201,7 +210,8 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--many", type=int, default=32, help="connections of the second run")
     parser.add_argument("--before", default=BEFORE, help="the intake before the quick path")
     parser.add_argument("--previous", default=PREVIOUS, help="the quick path one change back")
-    parser.add_argument("--no-before", action="store_true", help="skip the old commits' runs")
+    parser.add_argument("--no-before", action="store_true", help="skip the --before runs")
+    parser.add_argument("--no-previous", action="store_true", help="skip the --previous runs")
     parser.add_argument("--plain", action="store_true", help="add a run without httptools")
     parser.add_argument("--no-write", action="store_true", help="print, leave RESULTS.md")
     args = parser.parse_args(argv)
@@ -213,9 +223,13 @@ def main(argv: Sequence[str]) -> int:
         plain = plain_uvicorn(root)
         runs = [run_one("now, on disk", root / "now", bodies, senders, ())]
         runs.append(run_one("now, on disk", root / "many", bodies, args.many, ()))
-        if not args.no_before:
+        if not args.no_previous:
             previous = checkout(args.previous, root)
             runs.append(run_one("previous, on disk", root / "prev", bodies, senders, (previous,)))
+            runs.append(
+                run_one("previous, on disk", root / "prev-many", bodies, args.many, (previous,))
+            )
+        if not args.no_before:
             old = checkout(args.before, root)
             runs.append(run_one("before, on disk", root / "old", bodies, senders, (plain, old)))
         runs.append(run_one("now, tmpfs", shm / "now", bodies, senders, ()))

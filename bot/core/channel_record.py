@@ -17,6 +17,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 from chanctx.bot.core.backfill_plan import GAP, gap_after, loaded_cursors
@@ -35,6 +36,7 @@ from chanctx.cache.channel_store import (
     ReactionChanged,
     StoreEvent,
     UserNamed,
+    WriteResult,
 )
 from chanctx.context import Message
 
@@ -68,22 +70,51 @@ class OpenStore:
         they were not stored."""
         if not events:
             return
-        try:
-            self._committer.submit(events)
-        except OSError as error:
-            self._failed(str(error))
-            raise
-        except sqlite3.Error as error:  # an I/O error SQLite does not call "full"
-            self._failed(f"channel store: {error}")
-            raise OSError(f"channel store: {error}") from None
+        (failed,) = self.settle([(self._committer.submit_nowait(events), len(events))])
+        if failed is not None:
+            raise failed
+
+    def queue_each(self, parts: Sequence[Sequence[StoreEvent]]) -> list[Future[WriteResult]]:
+        """Queue each of ``parts`` for the next commits, in order, without waiting (the quick
+        intake prepares its next batch meanwhile); then ``settle`` them, in order."""
+        return self._committer.submit_each(parts)
+
+    def settle(self, pending: Sequence[tuple[Future[WriteResult], int]]) -> list[Exception | None]:
+        """Wait for each submission (its future, how many events it holds), in order; for
+        each, None when stored, an OSError when not (refuse its events: what :meth:`write`
+        raises), another exception when one of its events was malformed. One log line for
+        all the refused."""
+        outcomes: list[Exception | None] = []
+        stored = refused = 0
+        problem: str | None = None
+        for future, count in pending:
+            try:
+                future.result()
+            except OSError as error:
+                outcomes.append(error)
+                refused, problem = refused + count, str(error)
+            except sqlite3.Error as error:  # an I/O error SQLite does not call "full"
+                why = f"channel store: {error}"
+                outcomes.append(OSError(why))
+                refused, problem = refused + count, why
+            except Exception as error:
+                outcomes.append(error)
+            else:
+                outcomes.append(None)
+                stored, problem = stored + count, None
+        if refused:
+            logger.error("refused %d events: %s", refused, problem)
+        due = False
         with self._lock:
-            self._problem = None
-            self._written += len(events)
+            if refused or stored:
+                self._problem = problem  # what the last of them found
+            self._written += stored
             due = self.max_bytes is not None and self._written >= 5_000
             if due:
                 self._written = 0
         if due:
             self.maintain()
+        return outcomes
 
     def write_later(self, events: Sequence[StoreEvent]) -> None:
         """For what need not be acknowledged (a name learned, a page fetched): queued for the
@@ -110,11 +141,6 @@ class OpenStore:
         ``/readyz``) until a write or a later check succeeds; None clears it."""
         with self._lock:
             self._problem = problem
-
-    def _failed(self, why: str) -> None:
-        with self._lock:
-            self._problem = why
-        logger.error("refused an event: %s", why)
 
     def maintain(self, *, purge: bool = False) -> None:
         """Retention (``purge``) and the size bound: the oldest messages go first."""

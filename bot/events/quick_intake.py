@@ -14,11 +14,17 @@ runs for one event:
 
 - dedup of Slack's retries (``first_delivery``) for the events the middleware dedups (a
   message is recorded idempotently, so a retry of it needs none);
-- what each event means (``intake``), all they store written in one commit through the
-  workspace's channel record (an ``OSError``: none of them is stored, each is refused with
-  ``STORE_FAILED`` so Slack delivers it again, and a deduped one's id is forgotten so the
-  retry gets through), then each applied to the caches in order, reactions counted as votes;
-- the answers, all set with one wake-up of the event loop.
+- what each event means (``intake``) and what it stores, each event's records queued for the
+  commit thread as a submission of its own, in order (one malformed event fails alone);
+- once the commits holding them are done: an event not stored (an ``OSError``) is refused
+  with ``STORE_FAILED`` so Slack delivers it again (a deduped one's id is forgotten so the
+  retry gets through), the others are applied to the caches in order, reactions counted as
+  votes; the answers are all set with one wake-up of the event loop.
+
+The thread does not wait for a batch's commit before taking the next: while the commit
+thread writes and fsyncs one batch, this one decides and queues the next (the store applies
+them in the order queued), and settles the batches in the order they came, each as soon as
+its commits are done. Nothing is answered, nor applied to the caches, before its commit.
 
 Everything else (mentions, DMs, the assistant pane, commands, url_verification, installs,
 replicas' change stream, a workspace whose runtime is not running yet) goes through Bolt.
@@ -32,17 +38,20 @@ import asyncio
 import logging
 import queue
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from chanctx.bot.core.channel_record import store_events
 from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.slack.envelope import STORE_FAILED, describe_error
-from chanctx.bot.slack.intake import intake
+from chanctx.bot.slack.intake import IntakeAction, intake
+from chanctx.cache.channel_store import StoreEvent, WriteResult
 from slack_bolt.request.internals import extract_team_id
 
-__all__ = ["NO_LISTENER_CHANNELS", "QuickIntake", "intake_many", "record_alone"]
+__all__ = ["NO_LISTENER_CHANNELS", "QuickIntake", "record_alone"]
 
 logger = logging.getLogger("chanctx.listeners")
 # Where a message event needs nothing after intake (a DM, "im", may be a question).
@@ -80,28 +89,6 @@ def record_alone(runtime: Runtime, event: Mapping[str, Any], event_id: object) -
     return 200
 
 
-def intake_many(runtime: Runtime, events: Sequence[Mapping[str, Any]]) -> None:
-    """``runtime.intake`` of several events with one commit for all they store (an OSError:
-    none of them is stored), then each applied to the caches in order.
-
-    Only for events ``needs_no_listener`` takes: ``engine.handle`` does the same for one
-    event, plus what only a mention (``only_if_new``) or a deleted channel needs."""
-    engine = runtime.engine
-    actions = [intake(event, engine.me) for event in events]
-    if engine.record is not None:
-        team = engine.record.team
-        engine.record.write(
-            [
-                stored
-                for action, event in zip(actions, events, strict=True)
-                for stored in store_events(team, action, event)
-            ]
-        )
-    for action, event in zip(actions, events, strict=True):
-        engine.apply(action, store=False)
-        runtime.feedback_of(event)
-
-
 @dataclass(slots=True)
 class _Waiting:
     runtime: Runtime
@@ -109,6 +96,21 @@ class _Waiting:
     event_id: object
     answer: asyncio.Future[int]
     status: int = field(default=200)
+    action: IntakeAction | None = None  # None: nothing to apply (a retry, or it failed)
+    stored: Future[WriteResult] | None = None  # its submission to the commit thread
+    count: int = 0  # store events in that submission
+
+
+@dataclass(slots=True)
+class _Batch:
+    """One intake pass: its events queued for commits, settled (applied, answered) in order."""
+
+    taken: list[_Waiting]
+    last: list[Future[WriteResult]]  # each workspace's last submission
+
+    def committed(self) -> bool:
+        # The committer sets its futures in the order they were queued.
+        return all(future.done() for future in self.last)
 
 
 class QuickIntake:
@@ -118,8 +120,8 @@ class QuickIntake:
     def __init__(self, running: RunningRuntime) -> None:
         self._running = running
         # A SimpleQueue: its put and get are C, where a Condition's notify and wait run
-        # Python on both threads for every event.
-        self._queue: queue.SimpleQueue[_Waiting] = queue.SimpleQueue()
+        # Python on both threads for every event. None: a commit finished (a wake-up).
+        self._queue: queue.SimpleQueue[_Waiting | None] = queue.SimpleQueue()
         self._start = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -148,44 +150,60 @@ class QuickIntake:
                 self._thread.start()
 
     def _taken(self) -> list[_Waiting]:
-        """What waits, at least one: all of it, up to ``MAX_BATCH``."""
-        taken = [self._queue.get()]
+        """What waits, up to ``MAX_BATCH`` (blocks until something comes: events, or a commit
+        finished, which returns what came with it, maybe nothing)."""
+        first = self._queue.get()
+        taken = [] if first is None else [first]
         while len(taken) < MAX_BATCH:
             try:
-                taken.append(self._queue.get_nowait())
+                more = self._queue.get_nowait()
             except queue.Empty:
                 break
+            if more is not None:
+                taken.append(more)
         return taken
 
     def _run(self) -> None:
+        """Queue each batch for its commits and take the next while they run; settle the
+        batches in the order they came, each once its commits are done."""
+        waiting: deque[_Batch] = deque()
         while True:
             taken = self._taken()
-            by_runtime: dict[int, list[_Waiting]] = {}
-            for waiting in taken:
-                by_runtime.setdefault(id(waiting.runtime), []).append(waiting)
-            for share in by_runtime.values():
-                try:
-                    _record(share)
-                except Exception as error:  # a dedup lookup failed: nothing is known stored
-                    logger.error(
-                        "could not take %d events, so they are refused: %s", len(share), error
-                    )
-                    for waiting in share:
-                        waiting.status = STORE_FAILED
-            by_loop: dict[asyncio.AbstractEventLoop, list[_Waiting]] = {}
-            for waiting in taken:
-                by_loop.setdefault(waiting.answer.get_loop(), []).append(waiting)
-            for loop, answered in by_loop.items():
-                try:
-                    loop.call_soon_threadsafe(_answer_all, answered)
-                except RuntimeError:  # that server stopped: nobody waits for these answers
-                    continue
+            if taken:
+                waiting.append(self._queued(taken))
+            while waiting and waiting[0].committed():
+                _settle(waiting.popleft())
+
+    def _queued(self, taken: list[_Waiting]) -> _Batch:
+        by_runtime: dict[int, list[_Waiting]] = {}
+        for waiting in taken:
+            by_runtime.setdefault(id(waiting.runtime), []).append(waiting)
+        last: list[Future[WriteResult]] = []
+        for share in by_runtime.values():
+            try:
+                queued = _queue_share(share)
+            except Exception as error:  # a dedup lookup failed: nothing is known stored
+                logger.error("could not take %d events, so they are refused: %s", len(share), error)
+                for waiting in share:
+                    waiting.status, waiting.action, waiting.stored = STORE_FAILED, None, None
+                continue
+            if queued is not None:
+                queued.add_done_callback(self._wake)
+                last.append(queued)
+        return _Batch(taken, last)
+
+    def _wake(self, _: object) -> None:
+        self._queue.put(None)
 
 
-def _record(share: list[_Waiting]) -> None:
-    """One workspace's share of a batch: deduped, stored in one commit, applied."""
+def _queue_share(share: list[_Waiting]) -> Future[WriteResult] | None:
+    """One workspace's share of a batch: deduped, decided, each event's records queued for
+    the commit thread as its own submission (so one malformed event fails alone); the last
+    submission's future."""
     runtime = share[0].runtime
-    fresh: list[_Waiting] = []
+    engine = runtime.engine
+    parts: list[list[StoreEvent]] = []
+    owners: list[_Waiting] = []
     for waiting in share:
         event_id = waiting.event_id
         if waiting.event.get("type") != "message" and not runtime.first_delivery(
@@ -193,40 +211,83 @@ def _record(share: list[_Waiting]) -> None:
         ):
             logger.info("dropped a retried delivery of %s", event_id)
             continue
-        fresh.append(waiting)
-    if not fresh:
-        return
-    if len(fresh) == 1:  # alone: the same call the intake middleware makes
-        _one(fresh[0])
-        return
+        action = intake(waiting.event, engine.me)
+        if engine.record is not None:
+            try:
+                stored = store_events(engine.record.team, action, waiting.event)
+            except Exception as error:
+                _malformed(error)
+                continue
+            if stored:
+                parts.append(stored)
+                owners.append(waiting)
+        waiting.action = action
+    if not parts:
+        return None
+    assert engine.record is not None
     try:
-        intake_many(runtime, [waiting.event for waiting in fresh])
-    except OSError as error:
-        logger.error("could not store %d events, so they are refused: %s", len(fresh), error)
-        for waiting in fresh:
+        futures = engine.record.opened.queue_each(parts)
+    except RuntimeError as error:  # closing: nothing more is stored
+        logger.error("could not store %d events, so they are refused: %s", len(parts), error)
+        for waiting in owners:
             _refuse(waiting)
-    except Exception as error:
-        # Not the disk: one event of an unexpected shape. Each on its own, so it alone fails.
-        logger.debug("batch failure", exc_info=error)
-        for waiting in fresh:
-            _one(waiting)
+        return None
+    for waiting, part, future in zip(owners, parts, futures, strict=True):
+        waiting.stored, waiting.count = future, len(part)
+    return futures[-1]
 
 
-def _one(waiting: _Waiting) -> None:
+def _settle(batch: _Batch) -> None:
+    """A batch whose commits are done: each event's outcome (refused, or applied to the
+    caches in order), then the answers, all with one wake-up of each event loop."""
+    by_runtime: dict[int, list[_Waiting]] = {}
+    for waiting in batch.taken:
+        by_runtime.setdefault(id(waiting.runtime), []).append(waiting)
+    for share in by_runtime.values():
+        engine = share[0].runtime.engine
+        queued = [waiting for waiting in share if waiting.stored is not None]
+        if queued and engine.record is not None:
+            outcomes = engine.record.opened.settle(
+                [(w.stored, w.count) for w in queued if w.stored is not None]
+            )
+            for waiting, failed in zip(queued, outcomes, strict=True):
+                if isinstance(failed, OSError):
+                    _refuse(waiting)
+                elif failed is not None:
+                    _malformed(failed)
+                    waiting.action = None
+        for waiting in share:
+            if waiting.action is not None and waiting.status == 200:
+                _apply(waiting)
+    by_loop: dict[asyncio.AbstractEventLoop, list[_Waiting]] = {}
+    for waiting in batch.taken:
+        by_loop.setdefault(waiting.answer.get_loop(), []).append(waiting)
+    for loop, answered in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_answer_all, answered)
+        except RuntimeError:  # that server stopped: nobody waits for these answers
+            continue
+
+
+def _apply(waiting: _Waiting) -> None:
+    """Stored (or nothing to store): into the caches, and a reaction counted as a vote."""
+    assert waiting.action is not None
     try:
-        waiting.runtime.intake(waiting.event)
-    except OSError as error:
-        logger.error("could not store an event, so it is refused: %s", error)
-        _refuse(waiting)
-    except Exception as error:
-        logger.warning(
-            "an event failed (%s); acknowledged so Slack does not retry it forever",
-            describe_error(error),
-        )
+        waiting.runtime.engine.apply(waiting.action, store=False)
+        waiting.runtime.feedback_of(waiting.event)
+    except Exception as error:  # stored already: acknowledged, the caches catch up on a read
+        _malformed(error)
+
+
+def _malformed(error: Exception) -> None:
+    logger.warning(
+        "an event failed (%s); acknowledged so Slack does not retry it forever",
+        describe_error(error),
+    )
 
 
 def _refuse(waiting: _Waiting) -> None:
-    waiting.status = STORE_FAILED
+    waiting.status, waiting.action = STORE_FAILED, None
     if waiting.event.get("type") != "message":
         waiting.runtime.refused(waiting.event_id)  # Slack's retry of it must get through
 

@@ -6,11 +6,19 @@ caller's events and blocks until the batch holding them is committed, then retur
 batch's outcome for them, or raises what the commit raised (``StoreFull``: refuse the event).
 A batch that fails for another reason (one malformed event) is retried one submission at a
 time, so one caller's bad event never refuses another's.
+
+Submissions are committed in the order they were queued, and their futures are set in that
+order: :meth:`submit_each` queues several at once (one lock, one wake-up), so a caller that
+must not wait for one commit before preparing the next (the quick intake) can queue a batch
+of events, each its own submission, and go on; the batch's last future being done means
+every earlier one is. A failed group retried one submission at a time is retried before any
+later submission is taken, so the order holds on that path too.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
 
@@ -27,7 +35,7 @@ class GroupCommitter:
     def __init__(self, store: ChannelStore, *, max_events: int = 2_000) -> None:
         self._store = store
         self._max_events = max_events
-        self._queue: list[_Pending] = []
+        self._queue: deque[_Pending] = deque()
         self._ready = threading.Condition()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="channel-store-commit", daemon=True)
@@ -46,6 +54,16 @@ class GroupCommitter:
             self._ready.notify()
         return done
 
+    def submit_each(self, parts: Sequence[Sequence[StoreEvent]]) -> list[Future[WriteResult]]:
+        """Queue each of ``parts`` as its own submission, in order, at once; their futures."""
+        futures: list[Future[WriteResult]] = [Future() for _ in parts]
+        with self._ready:
+            if self._closed:
+                raise RuntimeError("the group committer is closed")
+            self._queue.extend(zip(parts, futures, strict=True))
+            self._ready.notify()
+        return futures
+
     def close(self) -> None:
         """Commit what is queued, then stop the writer thread."""
         with self._ready:
@@ -60,7 +78,7 @@ class GroupCommitter:
             taken: list[_Pending] = []
             count = 0
             while self._queue and (not taken or count + len(self._queue[0][0]) <= self._max_events):
-                pending = self._queue.pop(0)
+                pending = self._queue.popleft()
                 taken.append(pending)
                 count += len(pending[0])
             return taken

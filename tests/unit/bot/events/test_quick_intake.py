@@ -152,12 +152,15 @@ def test_a_full_store_refuses_the_events_with_503_and_slacks_retries_get_through
     assert [answered[n] for n in range(4)] == [503] * 4
     for sent in big:
         assert store.get(TEAM, CHANNEL, sent["event"]["ts"]) is None  # refused: not stored
+    problem = bot.channels.problem  # what /readyz says while the disk is full
+    assert problem is not None and "the channel store is full" in problem
     # The reaction is refused with a batch it shared with a message; alone, its target is not
     # stored yet, so it is the store's "unknown" (nothing to write) and acknowledged.
     reaction_refused = answered[4] == 503
     assert answered[4] in (200, 503)
     db.execute("PRAGMA max_page_count = 1073741823")  # room again: Slack's retries
     assert deliver(server.port, [*big, liked]) == [200] * 5
+    assert bot.channels.problem is None  # a commit went through: ready again
     for sent in big:
         assert store.get(TEAM, CHANNEL, sent["event"]["ts"]) is not None
     target = store.get(TEAM, CHANNEL, ts(300))
