@@ -160,7 +160,7 @@ def _blocks(
         scope.prepare(query, names)
         found = search(
             index, intent=query, authors=(), since=None, names=names, now=None,
-            limit=_CANDIDATES, per_thread=PER_THREAD, hidden=scope.hidden,
+            limit=_CANDIDATES, per_thread=PER_THREAD, hidden=scope.hidden, explain=False,
         )  # fmt: skip
     best = max((hit.score for hit in found.hits), default=0.0)
     blocks: dict[str, tuple[_Block, float]] = {}
