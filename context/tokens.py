@@ -125,7 +125,7 @@ class _TextCounts:
     message deleted or edited since leaves no text behind here (its old digest is no key any
     text still shown has, and ages out)."""
 
-    __slots__ = ("_lock", "_counts")
+    __slots__ = ("_counts", "_lock")
 
     def __init__(self) -> None:
         self._counts: OrderedDict[bytes, int] = OrderedDict()
