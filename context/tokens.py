@@ -11,7 +11,7 @@ agree with Anthropic's ``count_tokens`` on its held-out sets:
 * ``_tiling``: the count is the minimum number of measured pieces (``_vocab``, ctok's
   vocabularies in ``data/``) that tile the stream, a character no piece covers costing its
   UTF-8 bytes' tiling. Chunk and segment costs are cached (bounded), which is what makes it fast.
-  A whole text of 256 characters or more has its count remembered by ``PieceCounter`` under
+  A whole text of 64 characters or more has its count remembered by ``PieceCounter`` under
   its digest (bounded; no text kept): the query API counts the same blocks on every answer.
 
 It reproduces ctok on every text of the calibration sets (``tests/test_tokens.py``; ratios and
@@ -115,7 +115,7 @@ def _model_version(model: str) -> tuple[int, int] | None:
 
 # Texts at least this long have their whole count remembered (shorter ones cost little more
 # than the lookup), up to ``_COUNTS`` of them, least recently used dropped first.
-_LONG_TEXT: Final = 256
+_LONG_TEXT: Final = 64
 _COUNTS: Final = 8192
 
 
