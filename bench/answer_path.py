@@ -41,6 +41,7 @@ BEFORE = "ca03546"  # the last commit before the answer path's caches
 
 def worker(data: Path, out: Path, lock_path: Path, other: Path, queries: int, rounds: int) -> None:
     """One side: build, wait for the other side, answer in turns, write what it measured."""
+    # Imported here, not at the top: the side's own ``chanctx`` comes first on its path.
     from chanctx.bot.core.built_context import ContextSettings
     from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
     from chanctx.bot.core.engine import ContextEngine
