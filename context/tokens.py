@@ -11,6 +11,8 @@ agree with Anthropic's ``count_tokens`` on its held-out sets:
 * ``_tiling``: the count is the minimum number of measured pieces (``_vocab``, ctok's
   vocabularies in ``data/``) that tile the stream, a character no piece covers costing its
   UTF-8 bytes' tiling. Chunk and segment costs are cached (bounded), which is what makes it fast.
+  A whole text of 64 characters or more has its count remembered by ``PieceCounter`` under
+  its digest (bounded; no text kept): the query API counts the same blocks on every answer.
 
 It reproduces ctok on every text of the calibration sets (``tests/test_tokens.py``; ratios and
 speed in ``bench/RESULTS.md``). Counts are *content* tokens: ``count_tokens`` on a one-message
@@ -25,6 +27,9 @@ items until it fits. ``tests/test_tokens.py`` bounds the drift at a separator.
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from functools import cache
 from typing import Final, Literal, Protocol, runtime_checkable
 
@@ -108,11 +113,46 @@ def _model_version(model: str) -> tuple[int, int] | None:
     return None
 
 
+# Texts at least this long have their whole count remembered (shorter ones cost little more
+# than the lookup), up to ``_COUNTS`` of them, least recently used dropped first.
+_LONG_TEXT: Final = 64
+_COUNTS: Final = 8192
+
+
+class _TextCounts:
+    """Counts of whole long texts, keyed by a 128-bit digest of the text, never the text: an
+    answer re-packs the same blocks (a thread, its JSON fragment) query after query, and a
+    message deleted or edited since leaves no text behind here (its old digest is no key any
+    text still shown has, and ages out)."""
+
+    __slots__ = ("_counts", "_lock")
+
+    def __init__(self) -> None:
+        self._counts: OrderedDict[bytes, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: bytes) -> int | None:
+        with self._lock:
+            found = self._counts.get(key)
+            if found is not None:
+                self._counts.move_to_end(key)
+            return found
+
+    def put(self, key: bytes, count: int) -> None:
+        with self._lock:
+            self._counts[key] = count
+            if len(self._counts) > _COUNTS:
+                self._counts.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+
 class PieceCounter:
     """Claude's token count for one tokenizer family, reconstructed offline (see the module
     docstring). Thread-safe; its caches are bounded."""
 
-    __slots__ = ("_tiler", "family")
+    __slots__ = ("_texts", "_tiler", "family")
 
     def __init__(self, family: Family) -> None:
         if family not in _VOCABULARIES:
@@ -120,9 +160,21 @@ class PieceCounter:
         self.family: Family = family
         name, frame_bow = _VOCABULARIES[family]
         self._tiler = Tiler(vocabulary(name, frame_bow))
+        self._texts = _TextCounts()
 
     def count(self, text: str) -> int:
-        return self._tiler.count(text)
+        if len(text) < _LONG_TEXT:
+            return self._tiler.count(text)
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        found = self._texts.get(key)
+        if found is None:
+            found = self._tiler.count(text)
+            self._texts.put(key, found)
+        return found
+
+    def remembered(self) -> int:
+        """How many whole texts' counts are remembered (at most ``_COUNTS``)."""
+        return len(self._texts)
 
     def cache_info(self) -> tuple[int, int]:
         """``(entries, maxsize)`` of the segment-cost cache."""

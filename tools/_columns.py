@@ -8,7 +8,7 @@ Columns grow by a quarter (not doubled) and keep one sentinel cell, so a gather 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,9 +24,11 @@ __all__ = [
     "SortedKeys",
     "Threads",
     "link_streams",
+    "live_window",
 ]
 
 NONE = -1  # no slot, no thread, no author: what a free cell and the sentinel hold
+_NO_KEY = np.iinfo(np.int64).max  # what a free slot weighs when the oldest key is sought
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -156,6 +158,32 @@ class Rows:
         self.tid[slot] = self.author[slot] = self.prev[slot] = self.next[slot] = NONE
         self.root[slot] = NONE
         self.live[slot] = False
+
+
+def live_window(
+    rows: Rows, live_count: int, since: float | None, hidden: Sequence[int]
+) -> tuple[int, int, int]:
+    """(count, oldest slot, newest slot) of the live slots with ts >= ``since``, ``hidden``
+    slots left out; (0, -1, -1) when there are none. ``live_count``: how many slots are live."""
+    capacity = rows.capacity
+    if since is None and not hidden:
+        # The whole channel: no mask built, no slots listed (ts keys are unique among live
+        # slots, so each extreme is one slot).
+        if not live_count:
+            return 0, -1, -1
+        keys, live = rows.key[:capacity], rows.live[:capacity]
+        oldest = np.where(live, keys, _NO_KEY).argmin()
+        return live_count, int(oldest), int(np.where(live, keys, -1).argmax())
+    mask = rows.live[:capacity].copy()
+    if since is not None:
+        mask &= rows.ts[:capacity] >= since
+    if hidden:
+        mask[list(hidden)] = False
+    chosen = np.flatnonzero(mask)
+    if not len(chosen):
+        return 0, -1, -1
+    keys = rows.key[chosen]
+    return len(chosen), int(chosen[np.argmin(keys)]), int(chosen[np.argmax(keys)])
 
 
 class Threads:

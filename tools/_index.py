@@ -37,7 +37,7 @@ from chanctx.cache import ts_key
 from chanctx.context import Message, Names
 from chanctx.context.render import author_of, text_of
 from chanctx.tools._bm25 import BM25Index
-from chanctx.tools._columns import NONE, Rows, Threads, link_streams
+from chanctx.tools._columns import NONE, Rows, Threads, link_streams, live_window
 from chanctx.tools._keywords import Stemmer, terms
 
 __all__ = ["STATES_CAUSE", "ChannelIndex", "ThreadStats", "document_terms"]
@@ -49,6 +49,7 @@ STATES_CAUSE = re.compile(
 # Older messages added at once from which they are linked in one sorted pass (at 260,000
 # indexed: about 21 ms, against about 5 ms a message linked by a scan of its stream).
 _BULK_LINK = 4
+_Asked = tuple[int, float | None, tuple[int, ...]]  # a window's question: version, since, hidden
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,10 @@ class ChannelIndex:
         self._thread_keys: list[int] = []  # thread id -> root key
         self._free_tids: list[int] = []
         self.threads = Threads()
+        # Bumped whenever a slot is filled or freed: what :meth:`window` remembers is valid
+        # while it holds.
+        self._version = 0
+        self._window: tuple[_Asked, tuple[int, int, int]] | None = None
 
     # -- columns the ranking reads (valid until the next write) -----------------------------
 
@@ -140,24 +145,17 @@ class ChannelIndex:
     def window(self, since: float | None, hidden: Iterable[str] = ()) -> tuple[int, int, int]:
         """(count, oldest slot, newest slot) of the messages with float(ts) >= ``since``.
 
-        ``hidden`` ts are left out. (0, -1, -1) when there are none. One vectorised pass over
-        the columns (no sorted list of keys is kept: at a million messages it would cost more
-        memory than it saves time).
+        ``hidden`` ts are left out; (0, -1, -1) when there are none. A vectorised pass over the
+        columns, remembered until a message is added or removed: a search asks twice, and the
+        next search of an unchanged channel the same again.
         """
-        capacity = self.capacity
-        rows = self.rows
-        mask = rows.live[:capacity].copy()
-        if since is not None:
-            mask &= rows.ts[:capacity] >= since
-        for ts in hidden:
-            slot = self.slot(ts)
-            if slot is not None:
-                mask[slot] = False
-        chosen = np.flatnonzero(mask)
-        if not len(chosen):
-            return 0, -1, -1
-        keys = rows.key[chosen]
-        return len(chosen), int(chosen[np.argmin(keys)]), int(chosen[np.argmax(keys)])
+        hidden_slots = tuple(sorted({s for s in map(self.slot, hidden) if s is not None}))
+        asked = (self._version, since, hidden_slots)
+        if self._window is not None and self._window[0] == asked:
+            return self._window[1]
+        found = live_window(self.rows, len(self._slot_of), since, hidden_slots)
+        self._window = (asked, found)
+        return found
 
     def author_messages(self) -> list[Message]:
         """One message per author code (index = code), to resolve authors' names."""
@@ -278,6 +276,7 @@ class ChannelIndex:
     # -- internals ----------------------------------------------------------------------------
 
     def _add(self, message: Message, key: int, names: Names) -> None:
+        self._version += 1
         slot = self._free.pop() if self._free else len(self._messages)
         if slot == len(self._messages):
             self._messages.append(None)
@@ -327,6 +326,7 @@ class ChannelIndex:
             self._remove_slot(slot)
 
     def _remove_slot(self, slot: int) -> None:
+        self._version += 1
         message = self.message(slot)
         key = ts_key(message.ts)
         self.bm25.remove(slot)

@@ -14,9 +14,10 @@ went away): what was packed so far is the answer, and ``timed_out`` says so.
 
 from __future__ import annotations
 
+import heapq
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -26,6 +27,7 @@ from chanctx.context.render import author_of, text_of
 from chanctx.tools._context_tool import PER_THREAD
 from chanctx.tools._indexed import SearchScope
 from chanctx.tools._keywords import terms
+from chanctx.tools._ranking import Hit
 from chanctx.tools._search import search
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
@@ -148,39 +150,108 @@ def render(chunks: Sequence[QueryChunk], fmt: Format) -> str:
     return _TEXT_SEPARATOR.join(c.text for c in chunks)
 
 
-def _blocks(
-    scope: SearchScope,
-    channel_label: str,
-    query: str,
-    names: Names,
-    get_thread: Callable[[str], list[Message]],
-) -> list[tuple[_Block, float]]:
+def _hits(scope: SearchScope, query: str, names: Names) -> tuple[list[Hit], list[float]]:
+    """The search's best hits for ``query`` and each one's relevance (its score over the
+    best one's)."""
     index = scope.index
     with index.lock:
         scope.prepare(query, names)
         found = search(
             index, intent=query, authors=(), since=None, names=names, now=None,
-            limit=_CANDIDATES, per_thread=PER_THREAD, hidden=scope.hidden,
+            limit=_CANDIDATES, per_thread=PER_THREAD, hidden=scope.hidden, explain=False,
         )  # fmt: skip
     best = max((hit.score for hit in found.hits), default=0.0)
+    return found.hits, [round(hit.score / best, 4) if best > 0 else 0.0 for hit in found.hits]
+
+
+def _threaded(message: Message) -> bool:
+    return message.is_reply or message.reply_count > 0
+
+
+def _message_block(message: Message, channel_label: str, names: Names) -> _Block:
+    source = f"{channel_label} {iso_from_ts(message.ts)}"
+    return _Block(
+        f"message:{message.channel}:{message.ts}", "message", source, messages=(message,),
+        names=names,
+    )  # fmt: skip
+
+
+def _thread_block(
+    message: Message, thread: list[Message], channel_label: str, names: Names
+) -> _Block:
+    source = f"{channel_label} thread {iso_from_ts(message.root_ts)}"
+    block_id = f"thread:{message.channel}:{message.root_ts}"
+    return _Block(block_id, "thread", source, messages=thread, names=names)
+
+
+def _blocks(
+    hits: Sequence[Hit],
+    relevance: Sequence[float],
+    channel_label: str,
+    names: Names,
+    get_thread: Callable[[str], list[Message]],
+) -> list[tuple[_Block, float]]:
+    """Every hit's block, in hit order: a hit in a thread brings its thread (once: the
+    thread's first hit decides its relevance), any other its own message."""
     blocks: dict[str, tuple[_Block, float]] = {}
-    for hit in found.hits:
+    for hit, score in zip(hits, relevance, strict=True):
         message = hit.message
-        relevance = round(hit.score / best, 4) if best > 0 else 0.0
-        thread = get_thread(message.root_ts) if (message.is_reply or message.reply_count) else []
+        thread = get_thread(message.root_ts) if _threaded(message) else []
         if thread:
-            block_id = f"thread:{message.channel}:{message.root_ts}"
-            if block_id not in blocks:  # the thread's best hit decides its relevance
-                source = f"{channel_label} thread {iso_from_ts(message.root_ts)}"
-                block = _Block(block_id, "thread", source, messages=thread, names=names)
-                blocks[block_id] = (block, relevance)
+            block = _thread_block(message, thread, channel_label, names)
         else:
-            block_id = f"message:{message.channel}:{message.ts}"
-            if block_id not in blocks:
-                source = f"{channel_label} {iso_from_ts(message.ts)}"
-                block = _Block(block_id, "message", source, messages=(message,), names=names)
-                blocks[block_id] = (block, relevance)
+            block = _message_block(message, channel_label, names)
+        blocks.setdefault(block.block_id, (block, score))
     return list(blocks.values())
+
+
+def _blocks_by_relevance(
+    hits: Sequence[Hit],
+    relevance: Sequence[float],
+    channel_label: str,
+    names: Names,
+    get_thread: Callable[[str], list[Message]],
+) -> Iterator[tuple[_Block, float]]:
+    """:func:`_blocks` sorted by relevance (stable), each thread read only when its block
+    is reached: packing stops at the first block that does not fit, so most threads of the
+    fifty hits were read for nothing (a store read each, beyond the history).
+
+    A thread the caches hold nothing of is no block: its hits are message blocks then, each at
+    its own place. Those places come after its first hit's unless a later hit of the thread
+    ranks higher (the bot's own messages come after people's whatever their score): such a
+    thread is read up front, so the order is :func:`_blocks`' in every case.
+    """
+    # Entries (-relevance, hit position, first hit of a thread not yet read?): positions
+    # are unique, so the order is (relevance descending, then hit order) as a stable sort's.
+    pending: list[tuple[float, int, bool]] = []
+    groups: dict[str, list[int]] = {}
+    for position, hit in enumerate(hits):
+        if _threaded(hit.message):
+            groups.setdefault(hit.message.root_ts, []).append(position)
+        else:
+            pending.append((-relevance[position], position, False))
+    read: dict[str, list[Message]] = {}
+    for root_ts, members in groups.items():
+        first = members[0]
+        if any(relevance[other] > relevance[first] for other in members[1:]):
+            read[root_ts] = thread = get_thread(root_ts)
+            if not thread:
+                pending += [(-relevance[p], p, False) for p in members]
+                continue
+        pending.append((-relevance[first], first, True))
+    heapq.heapify(pending)
+    while pending:
+        _, position, first_of_thread = heapq.heappop(pending)
+        message = hits[position].message
+        if first_of_thread:
+            root_ts = message.root_ts
+            thread = read[root_ts] if root_ts in read else get_thread(root_ts)
+            if thread:
+                yield _thread_block(message, thread, channel_label, names), relevance[position]
+                continue
+            for other in groups[root_ts][1:]:
+                heapq.heappush(pending, (-relevance[other], other, False))
+        yield _message_block(message, channel_label, names), relevance[position]
 
 
 def _scored_extras(
@@ -256,23 +327,33 @@ def query_channel(
         return late or (should_stop is not None and should_stop())
 
     wanted = set(type_filters) if type_filters else set(BLOCK_TYPES)
-    searched = _blocks(scope, channel_label, query, names, thread_of)
-    found = [(b, r, False) for b, r in searched if b.block_type in wanted]
-    found += [
-        item for item in _scored_extras(query, searched, extra) if item[0].block_type in wanted
-    ]
-    if pinned and "message" in wanted:
-        pins = _pins(pinned, channel_label, names, {b.block_id: r for b, r, _ in found})
-        ids = {b.block_id for b, _, _ in pins}
-        found = pins + [item for item in found if item[0].block_id not in ids]
+    hits, relevance = _hits(scope, query, names)
+    ordered: Iterable[tuple[_Block, float, bool]]
+    if extra or (pinned and "message" in wanted):
+        # Extras are scored against every block's text, pins placed by every block's id.
+        searched = _blocks(hits, relevance, channel_label, names, thread_of)
+        found = [(b, r, False) for b, r in searched if b.block_type in wanted]
+        found += [
+            item for item in _scored_extras(query, searched, extra) if item[0].block_type in wanted
+        ]
+        if pinned and "message" in wanted:
+            pins = _pins(pinned, channel_label, names, {b.block_id: r for b, r, _ in found})
+            ids = {b.block_id for b, _, _ in pins}
+            found = pins + [item for item in found if item[0].block_id not in ids]
+        # The optimizer's order: pinned first, then relevance (stable).
+        ordered = sorted(found, key=lambda item: (not item[2], -item[1]))
+    else:
+        ordered = (
+            (b, r, False)
+            for b, r in _blocks_by_relevance(hits, relevance, channel_label, names, thread_of)
+            if b.block_type in wanted
+        )
     frame = 2 if fmt == "json" else 0  # "[" and "]"
 
     def cost(chunk: Chunk[_Block], text: str) -> int:
         return counter.count(_fragment(chunk.item, text, fmt))
 
-    # The optimizer's order: pinned first, then relevance (stable). ``pack`` takes them lazily, so
-    # a stop request ends the packing at the next block.
-    ordered = sorted(found, key=lambda item: (not item[2], -item[1]))
+    # ``pack`` takes the blocks lazily, so a stop request ends the packing at the next block.
     stopped = False
 
     def candidates() -> Iterator[Chunk[_Block]]:

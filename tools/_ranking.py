@@ -9,9 +9,11 @@ b = 0.75, plain share, no context, no date, no named person, recency 0.25), kept
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
-from chanctx.context import Message
+from chanctx.context import Message, Names
+from chanctx.context.render import text_of
 from chanctx.tools._keywords import Keyword, Stemmer
 
 __all__ = ["ORIGINAL", "Hit", "Ranking", "Search"]
@@ -59,10 +61,18 @@ ORIGINAL = Ranking(
 
 @dataclass(frozen=True)
 class Hit:
+    """One ranked message. ``signal``: why it ranks ("" when the search was asked not to
+    explain: the query API shows no signals). ``text`` is rendered on first use, since most
+    callers show a few of the hits they asked for."""
+
     message: Message
-    text: str
+    names: Names = field(repr=False, compare=False)
     score: float
     signal: str
+
+    @cached_property
+    def text(self) -> str:
+        return text_of(self.message, self.names)
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ import numpy as np
 import numpy.typing as npt
 from chanctx.cache import ts_key
 from chanctx.context import Message, Names
-from chanctx.context.render import author_of, text_of
+from chanctx.context.render import author_of
 from chanctx.tools._columns import Floats, Ints
 from chanctx.tools._dates import in_periods, label, periods
 from chanctx.tools._index import ChannelIndex
@@ -208,8 +208,11 @@ def search(
     per_thread: int,
     hidden: frozenset[str] = frozenset(),
     ranking: Ranking | None = None,
+    explain: bool = True,
 ) -> Search:
     """The best ``limit`` messages of ``index`` for ``intent`` (the caller holds index.lock).
+
+    ``explain``: say why each hit ranks (its ``signal``); the query API does not show it.
 
     Sparse throughout: the work follows the messages that match (postings), plus a few
     vectorised passes over the per-slot columns; there is no loop over the channel.
@@ -338,23 +341,27 @@ def search(
     for position in chosen:
         slot = int(candidates[position])
         message = index.message(slot)
-        signals = _signals(
-            index,
-            slot,
-            scoring,
-            ranking,
-            keyword,
-            thread=bool(ranking.thread_share and thread[position] > 0),
-            context=bool(context[position] > 0),
-            period=named[int(period_of[position])] if period_of[position] >= 0 else None,
-            explains=bool(explains[position]),
-            author=author_of(message, names).display_name if authored[position] else None,
-            person=author_of(message, names).display_name if by_named[position] else None,
-            live_thread=bool(
-                last_reply[position] and reference - last_reply[position] <= LIVE_THREAD
-            ),
+        signals = (
+            _signals(
+                index,
+                slot,
+                scoring,
+                ranking,
+                keyword,
+                thread=bool(ranking.thread_share and thread[position] > 0),
+                context=bool(context[position] > 0),
+                period=named[int(period_of[position])] if period_of[position] >= 0 else None,
+                explains=bool(explains[position]),
+                author=author_of(message, names).display_name if authored[position] else None,
+                person=author_of(message, names).display_name if by_named[position] else None,
+                live_thread=bool(
+                    last_reply[position] and reference - last_reply[position] <= LIVE_THREAD
+                ),
+            )
+            if explain
+            else ""
         )
-        hits.append(Hit(message, text_of(message, names), float(rounded[position]), signals))
+        hits.append(Hit(message, names, float(rounded[position]), signals))
     return Search(hits, len(candidates), scanned, time_range, wanted)
 
 

@@ -1,0 +1,215 @@
+"""``python -m bench answer_path``: the query API's answer over a channel of a million messages,
+the code of a commit before against this tree's, in one run on one store.
+
+    python -m bench.answer_path [--sizes 10000,1000000] [--queries 20] [--rounds 3]
+                                [--before REV] [--dir DIR] [--no-write]
+
+For each size, one channel of that many messages (``bench.beyond_budget``'s fill; ``--dir``
+keeps the stores and reuses them). Two worker processes, one running ``--before``'s code (a
+``git archive`` of it put ahead of this tree on the import path) and one this tree's, each open
+the store at the default ``--history-mb`` of 256, wait for the channel's index, then answer
+the query API's question (``run_query``, JSON, messages only; no HTTP) taking turns: one
+answer at a time under a shared lock, so both see the same load. Each asks ``--queries`` new
+intents once (older matches pulled in), then the same intents ``--rounds`` times again. The
+answers must be identical; the table gives p50 / p95 in ms, the ratio, and how many threads
+each read from the caches or the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench._results import write_section
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("bot", "cache", "context", "tools", "manifest_store", "fixtures")
+BEFORE = "ca03546"  # the last commit before the answer path's caches
+
+
+def worker(data: Path, out: Path, lock_path: Path, other: Path, queries: int, rounds: int) -> None:
+    """One side: build, wait for the other side, answer in turns, write what it measured."""
+    # Imported here, not at the top: the side's own ``chanctx`` comes first on its path.
+    from chanctx.bot.core.built_context import ContextSettings
+    from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
+    from chanctx.bot.core.engine import ContextEngine
+    from chanctx.bot.server.queries import QueryBody, run_query
+    from chanctx.bot.slack.intake import SelfIdentity
+    from chanctx.cache.channel_store import SqliteChannelStore
+    from chanctx.context import Names
+    from chanctx.tools import IndexedHistory
+
+    from bench.beyond_budget import CHANNEL, TEAM
+    from bench.search_speed import Corpus
+
+    opened = OpenStore(SqliteChannelStore(data, read_only=True))
+    engine = ContextEngine(
+        me=SelfIdentity(),
+        names=Names(users=Corpus(seed=11).users),
+        history=IndexedHistory(max_bytes=256 * 2**20),
+        record=ChannelRecord(opened, TEAM),
+        settings=ContextSettings(max_wait_seconds=10.0),
+    )
+    assert engine.indexes is not None
+    reads = 0
+    cached_thread = engine.cached_thread
+
+    def counted(channel: str, root_ts: str) -> list[Any]:
+        nonlocal reads
+        reads += 1
+        return cached_thread(channel, root_ts)
+
+    engine.cached_thread = counted  # type: ignore[method-assign]
+    intents = Corpus(seed=11).intents(queries)
+    lock = lock_path.open("w")
+
+    def ask(intent: str) -> tuple[dict[str, Any], float]:
+        body = QueryBody(query=intent, channel=CHANNEL, format="json", type_filters=["message"])
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            started = time.perf_counter()
+            answer = run_query(engine, body)
+            return answer, time.perf_counter() - started
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+    ask(intents[0])  # starts the build
+    while not engine.indexes.indexed(CHANNEL):
+        time.sleep(0.5)
+    out.with_suffix(".ready").touch()
+    while not other.with_suffix(".ready").exists():
+        time.sleep(0.2)
+    reads = 0
+    fresh = [ask(intent) for intent in intents]
+    fresh_reads = reads
+    again = [ask(intent) for _ in range(rounds) for intent in intents]
+    answers = json.dumps([a for a, _ in fresh + again[: len(intents)]], sort_keys=True)
+    out.write_text(
+        json.dumps(
+            {
+                "fresh": [t for _, t in fresh],
+                "again": [t for _, t in again],
+                "reads": [fresh_reads, reads - fresh_reads],
+                "answers": hashlib.sha256(answers.encode()).hexdigest(),
+                "indexed": engine.indexes.indexed(CHANNEL),
+            }
+        )
+    )
+    opened.close()
+
+
+def _shadow(rev: str, into: Path) -> Path:
+    """``rev``'s packages as ``chanctx.*`` under ``into`` (first on the import path)."""
+    tree = into / "tree"
+    tree.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", rev], cwd=ROOT, check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    package = into / "path" / "chanctx"
+    package.mkdir(parents=True)
+    (package / "__init__.py").touch()
+    for name in PACKAGES:
+        (package / name).symlink_to(tree / name)
+    return into / "path"
+
+
+def measure(data: Path, shadow: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    sides = {"before": f"{shadow}{os.pathsep}{ROOT}", "after": str(ROOT)}
+    procs = {}
+    for side, path in sides.items():
+        other = "after" if side == "before" else "before"
+        command = [sys.executable, "-m", "bench.answer_path", "--worker", str(data),
+                   str(work / f"{side}.json"), str(work / "turn.lock"), str(work / f"{other}.json"),
+                   str(args.queries), str(args.rounds)]  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": path}
+        procs[side] = subprocess.Popen(command, cwd=ROOT, env=env)
+    for side, proc in procs.items():
+        if proc.wait() != 0:
+            raise SystemExit(f"the {side} worker failed ({proc.returncode})")
+    return {side: json.loads((work / f"{side}.json").read_text()) for side in sides}
+
+
+def _p(samples: Sequence[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered) * 1000, ordered[int(0.95 * (len(ordered) - 1))] * 1000
+
+
+def report(args: argparse.Namespace, rows: dict[int, dict[str, Any]]) -> str:
+    lines = [
+        f"`python -m bench.answer_path --sizes {args.sizes} --queries {args.queries} --rounds "
+        f"{args.rounds}`: one channel of each size (`bench.store`'s synthetic chat) at the",
+        "default `--history-mb` of 256, the query API's answer in process (`run_query`, JSON,",
+        f"messages only, no HTTP) by the code of {args.before} (before) and of this tree",
+        "(after), two processes answering in turns on the same store. New intents: each asked",
+        "once (older matches pulled in); again: the same intents asked again. p50 / p95 in ms;",
+        "thread reads: threads read from the caches or the store for the new intents.",
+        "",
+        "| messages (indexed) | | before | after | before / after (p50, p95) |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for size, sides in rows.items():
+        before, after = sides["before"], sides["after"]
+        for key, label in (("fresh", "new intents"), ("again", "the same again")):
+            (b50, b95), (a50, a95) = _p(before[key]), _p(after[key])
+            lines.append(
+                f"| {size:,} ({after['indexed']:,}) | {label} | {b50:,.1f} / {b95:,.1f} | "
+                f"{a50:,.1f} / {a95:,.1f} | {b50 / a50:.2f}x, {b95 / a95:.2f}x |"
+            )
+        lines.append(f"| {size:,} | thread reads | {before['reads'][0]} | {after['reads'][0]} | |")
+        same = "identical" if before["answers"] == after["answers"] else "DIFFERENT"
+        lines.append(f"| {size:,} | answers | | {same} | |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] = ()) -> None:
+    if argv[:1] == ["--worker"]:
+        data, out, lock, other, queries, rounds = argv[1:7]
+        worker(Path(data), Path(out), Path(lock), Path(other), int(queries), int(rounds))
+        return
+    parser = argparse.ArgumentParser(prog="python -m bench.answer_path")
+    parser.add_argument("--sizes", default="10000,1000000")
+    parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--before", default=BEFORE)
+    parser.add_argument("--dir", type=Path, default=None, help="keep the stores here, reuse them")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args(argv)
+    from bench.beyond_budget import fill
+
+    root = args.dir or Path(tempfile.mkdtemp(prefix="chanctx-answer-"))
+    work = Path(tempfile.mkdtemp(prefix="chanctx-answer-work-"))
+    rows: dict[int, dict[str, Any]] = {}
+    try:
+        shadow = _shadow(args.before, work / "before")
+        for size in (int(s) for s in args.sizes.split(",")):
+            data = root / f"store-{size}"
+            if not (data / "channels.sqlite3").exists():
+                data.mkdir(parents=True, exist_ok=True)
+                fill(data, size)
+            turn = work / str(size)
+            turn.mkdir()
+            rows[size] = measure(data, shadow, turn, args)
+            print(size, {s: _p(r["again"]) for s, r in rows[size].items()}, flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        if args.dir is None:
+            shutil.rmtree(root, ignore_errors=True)
+    body = report(args, rows)
+    print(body)
+    if not args.no_write:
+        write_section("Answer path", body)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
