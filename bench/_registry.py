@@ -32,6 +32,7 @@ BENCHES: Final[dict[str, tuple[str, ...]]] = {
     "store_postgres": ("Channel store on PostgreSQL",),
     "store_served": ("Channel store served",),
     "startup": ("Restart to ready",),
+    "store_restart": ("Channel store restart",),
     "ingest": ("Ingest over HTTP",),
     "import_export": ("Import",),
     "backfill": ("Backfill under Slack's tiers",),

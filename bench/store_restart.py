@@ -1,0 +1,120 @@
+"""Restarts of today's code on a store ``bench.store_served`` filled: seconds from spawn to
+``/readyz`` 200 and to a first answer that finds the largest channel's oldest message, RssAnon,
+and the Slack history reads each restart spent.
+
+    python -m bench.store_served --messages 10000000 --channels 1000 --dir /big/run
+    python -m bench.store_restart --dir /big/run --repeats 3
+
+The served bench fills for half an hour or more at 10,000,000 messages; this one measures a
+later commit's restart on what it left, without filling again. Bytecode is cached as an
+installed chanctx has it (``bench.startup.build_env``; one unmeasured start fills the cache).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
+from chanctx.bot.replay.fake_slack import FakeSlackAPI
+from chanctx.cache.channel_store import SqliteChannelStore
+
+from bench._process import BotProcess
+from bench._results import write_section
+from bench._served_process import ask, rss_anon, slack_state, start_bot
+from bench.startup import build_env
+from bench.store import TEAM, channel_id
+from bench.store_served import READS, probe_word
+
+MIB = 2**20
+Start = tuple[float, float, bool, int, int]  # ready, first answer, found, RssAnon, reads
+
+
+def one_start(bot: BotProcess, slack: FakeSlackAPI, largest: str) -> Start:
+    base = bot.url.removesuffix("/slack/events")
+    reads_before = sum(slack.call_counts().get(m, 0) for m in READS)
+    spawned = time.perf_counter()
+    to_ready, _ = start_bot(bot, base)
+    answer = json.loads(ask(base, largest, f"what about {probe_word(largest)}?")[1])
+    to_first = time.perf_counter() - spawned
+    assert bot.process is not None
+    rss = rss_anon(bot.process.pid)
+    bot.stop()
+    reads = sum(slack.call_counts().get(m, 0) for m in READS) - reads_before
+    return to_ready, to_first, probe_word(largest) in json.dumps(answer["chunks"]), rss, reads
+
+
+def measure(run: Path, repeats: int) -> tuple[list[Start], int, int]:
+    """``repeats`` measured starts after one that fills the bytecode cache; (starts, messages
+    stored, channels)."""
+    data = run / "served" / "data"
+    reader = SqliteChannelStore(data, read_only=True)
+    try:
+        channels = sorted(key.channel for key in reader.channels(TEAM))
+        stored = reader.stats().messages
+    finally:
+        reader.close()
+    largest = channel_id(0)  # bench.store.plan puts the largest channel first
+    starts: list[Start] = []
+    with FakeSlackAPI(slack_state(channels)) as slack, FakeAnthropicAPI() as claude:
+        bot = BotProcess(
+            data, slack.url, claude.url,
+            extra_args=("--api-keys", str(run / "served" / "keys.json")),
+            env=build_env(run, "deferred"),
+        )  # fmt: skip
+        for number in range(repeats + 1):
+            start = one_start(bot, slack, largest)
+            print(f"start {number}{'' if number else ' (unmeasured)'}: {start}", flush=True)
+            if number:
+                starts.append(start)
+    return starts, stored, len(channels)
+
+
+def report(run: Path, starts: list[Start], stored: int, channels: int) -> str:
+    def median(at: int) -> float:
+        return statistics.median(s[at] for s in starts)
+
+    found = all(s[2] for s in starts)
+    return "\n".join([
+        f"`python -m bench.store_restart --dir {run.name} --repeats {len(starts)}`: today's",
+        f"`chanctx run --http` restarted on the store `bench.store_served` left ({stored:,}",
+        f"messages in {channels:,} channels, the largest {channel_id(0)}), against the loopback",
+        "fakes, bytecode cached as installed; medians of the measured starts, seconds from spawn.",
+        "The first answer is a query API question for a word only the largest channel's oldest",
+        "message holds.",
+        "",
+        "| spawn to /readyz 200 | spawn to first answer | oldest message found | "
+        "RssAnon after it | Slack history reads |",
+        "|---:|---:|---:|---:|---:|",
+        f"| {median(0):.2f} s | {median(1):.2f} s | {'every start' if found else 'NOT always'} | "
+        f"{median(3) / MIB:.0f} MiB | {sum(s[4] for s in starts)} |",
+    ])  # fmt: skip
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.store_restart")
+    parser.add_argument("--dir", type=Path, default=None, help="a store_served --dir run")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-write", action="store_true", help="print, leave RESULTS.md")
+    args = parser.parse_args(argv)
+    if args.dir is None:  # ``python -m bench all`` has no filled store to give it
+        print("store_restart: nothing measured (give --dir, a bench.store_served --dir run)")
+        return 0
+    if not (args.dir / "served" / "data").is_dir():
+        print(f"{args.dir}: no served/data in it (run bench.store_served --dir first)")
+        return 2
+    starts, stored, channels = measure(args.dir, args.repeats)
+    body = report(args.dir, starts, stored, channels)
+    print(body)
+    if not args.no_write:
+        write_section("Channel store restart", body)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
