@@ -261,6 +261,17 @@ def latencies(
     return out
 
 
+def search_table_rows(searches: Sequence[tuple[int, dict[str, float]]]) -> str:
+    """The rows of the search table (channel size, then each way's p50 / p95 and the ratios)."""
+    return "\n".join(
+        f"| {size:,} | {r['served_p50'] * 1e3:.1f} / {r['served_p95'] * 1e3:.1f} "
+        f"| {r['memory_p50'] * 1e3:.1f} / {r['memory_p95'] * 1e3:.1f} "
+        f"| {r['fts_p50'] * 1e3:.1f} / {r['fts_p95'] * 1e3:.1f} "
+        f"| {r['served_p50'] / r['memory_p50']:.2f}x | {r['served_p50'] / r['fts_p50']:.2f}x |"
+        for size, r in searches
+    )
+
+
 # -- the run -----------------------------------------------------------------------------------
 
 
@@ -368,13 +379,7 @@ def report(
         f"| {s.slack_reads} |"
         for s in staged
     )
-    search_rows = "\n".join(
-        f"| {size:,} | {r['served_p50'] * 1e3:.1f} / {r['served_p95'] * 1e3:.1f} "
-        f"| {r['memory_p50'] * 1e3:.1f} / {r['memory_p95'] * 1e3:.1f} "
-        f"| {r['fts_p50'] * 1e3:.1f} / {r['fts_p95'] * 1e3:.1f} "
-        f"| {r['served_p50'] / r['memory_p50']:.2f}x | {r['served_p50'] / r['fts_p50']:.2f}x |"
-        for size, r in searches
-    )
+    search_rows = search_table_rows(searches)
     ratio = rates["disk"] / rates["tmpfs"]
     return f"""
 `{command}`: the workspace of "Channel store" ({total:,} messages in {len(sizes)} channels,
