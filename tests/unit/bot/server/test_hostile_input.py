@@ -163,7 +163,10 @@ def test_an_event_our_code_fails_on_is_logged_and_acknowledged(
         def broken(*args: Any, **kwargs: Any) -> None:
             raise RuntimeError("boom")
 
+        # Both ways in break: Bolt's intake middleware, and the quick path's (a channel
+        # message takes it), which applies the event to the caches after its commit.
         bot.runtime.intake = broken  # type: ignore[method-assign]
+        bot.runtime.engine.apply = broken  # type: ignore[method-assign]
         with (
             BackgroundServer(build_asgi_app(bot.app)) as server,
             caplog.at_level(logging.WARNING),
