@@ -112,13 +112,14 @@ def searched(run: Path, queries: int) -> list[tuple[int, dict[str, float]]]:
     return out
 
 
-def report(run: Path, starts: list[Start], stored: int, channels: int) -> str:
+def report(run: Path, starts: list[Start], stored: int, channels: int, search: int) -> str:
     def median(at: int) -> float:
         return statistics.median(s[at] for s in starts)
 
     found = all(s[2] for s in starts)
     return "\n".join([
-        f"`python -m bench.store_restart --dir {run.name} --repeats {len(starts)}`: today's",
+        f"`python -m bench.store_restart --dir {run.name} --repeats {len(starts)}"
+        f"{f' --search {search}' if search else ''}`: today's",
         f"`chanctx run --http` restarted on the store `bench.store_served` left ({stored:,}",
         f"messages in {channels:,} channels, the largest {channel_id(0)}), against the loopback",
         "fakes, bytecode cached as installed; medians of the measured starts, seconds from spawn.",
@@ -162,7 +163,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"{args.dir}: no served/data in it (run bench.store_served --dir first)")
         return 2
     starts, stored, channels = measure(args.dir, args.repeats)
-    body = report(args.dir, starts, stored, channels)
+    body = report(args.dir, starts, stored, channels, args.search)
     if args.search:
         body += "\n\n" + search_report(searched(args.dir, args.search), args.search)
     print(body)
