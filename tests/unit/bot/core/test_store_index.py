@@ -45,6 +45,17 @@ def engine(record: ChannelRecord | None, *, per_channel: int = 5_000, mb: int = 
     )
 
 
+def restarted_engine(record: ChannelRecord, *, wait: float, per_channel: int = 5_000) -> Any:
+    """An engine started again on ``record``, its answers waiting at most ``wait`` seconds."""
+    return ContextEngine(
+        me=ME,
+        names=NAMES,
+        history=IndexedHistory(max_messages_per_channel=per_channel),
+        record=record,
+        settings=ContextSettings(max_wait_seconds=wait),
+    )
+
+
 @contextmanager
 def stored(data: Path) -> Iterator[ChannelRecord]:
     opened = OpenStore(SqliteChannelStore(data, synchronous="OFF"))
@@ -203,13 +214,7 @@ def test_an_answer_during_a_build_finds_an_old_fact_not_yet_indexed(
         for n in range(1, 300):
             writer.handle(message(ts(n), f"routine note {n}", user="U2"))
     with stored(tmp_path) as record:
-        restarted = ContextEngine(
-            me=ME,
-            names=NAMES,
-            history=IndexedHistory(max_messages_per_channel=50),
-            record=record,
-            settings=ContextSettings(max_wait_seconds=0.0),
-        )
+        restarted = restarted_engine(record, wait=0.0, per_channel=50)
         indexes = restarted.indexes
         assert indexes is not None
         restarted.warm_channel(CHANNEL)
@@ -250,10 +255,7 @@ def test_the_interim_index_ranks_its_messages_as_a_built_index_would(tmp_path: P
             words = " ".join(WORDS[(n * k) % len(WORDS)] for k in (1, 3, 5))
             writer.handle(message(ts(n), f"{words} {n}", user=("U1", "U2", "U3")[n % 3]))
     with stored(tmp_path) as record:
-        restarted = ContextEngine(
-            me=ME, names=NAMES, history=IndexedHistory(), record=record,
-            settings=ContextSettings(max_wait_seconds=0.0),
-        )  # fmt: skip
+        restarted = restarted_engine(record, wait=0.0)
         indexes = restarted.indexes
         assert indexes is not None
         restarted.warm_channel(CHANNEL)
@@ -303,13 +305,7 @@ def test_answers_during_a_build_stop_waiting_for_it_once_its_wait_has_passed(
         for n in range(20):
             writer.handle(message(ts(n), f"routine note {n}", user="U2"))
     with stored(tmp_path) as record:
-        restarted = ContextEngine(
-            me=ME,
-            names=NAMES,
-            history=IndexedHistory(max_messages_per_channel=50),
-            record=record,
-            settings=ContextSettings(max_wait_seconds=30.0),
-        )
+        restarted = restarted_engine(record, wait=30.0, per_channel=50)
         indexes = restarted.indexes
         assert indexes is not None
         with caplog.at_level(logging.INFO, "chanctx.store_index"), indexes._builder:
