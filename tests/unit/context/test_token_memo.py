@@ -3,6 +3,7 @@ bounded, and holding no text."""
 
 from __future__ import annotations
 
+import pytest
 from chanctx.context import tokens
 from chanctx.context._tiling import Tiler
 from chanctx.context._vocab import vocabulary
@@ -26,6 +27,7 @@ def test_a_remembered_count_is_the_tilers_and_an_edit_is_counted_afresh(
     assert counter.count(text + edit) == cold.count(text + edit)
 
 
+@pytest.mark.slow  # counts past the cache's bound: about 1.5-2.5 s
 def test_the_remembered_counts_stay_bounded_and_hold_no_text() -> None:
     counter = PieceCounter("claude_v3")
     for i in range(tokens._COUNTS + 500):

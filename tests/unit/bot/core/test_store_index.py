@@ -297,6 +297,7 @@ def test_the_least_recently_searched_channel_drops_its_index_first(tmp_path: Pat
         assert indexes.indexed(CHANNEL) == 400
 
 
+@pytest.mark.slow  # waits out a build's 1 s wait on purpose
 def test_answers_during_a_build_stop_waiting_for_it_once_its_wait_has_passed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
