@@ -26,13 +26,12 @@ from chanctx.cache.channel_store import SqliteChannelStore
 
 from bench._process import BotProcess, post_signed
 from bench._served_process import ready_status
+from tests.support.answered_mention import ask_by_mention
 from tests.support.slack_events import (
-    BOT_USER,
     CHANNEL,
     STATE,
     edit,
     envelope,
-    mention_pair,
     message,
     ts,
 )
@@ -151,14 +150,8 @@ def test_a_restart_remembers_the_channel_without_asking_slack(tmp_path: Path) ->
             assert "swordfish9931" not in json.dumps(after)
             held_after = stored_messages(data)
             # A question in the stored thread: answered from the store's copy of it.
-            pair = mention_pair(ts(MESSAGES + 10), "who owns the flaky suite?", thread_ts=root)
-            slack.mirror_event(pair[0]["event"])
-            for envelope_ in pair:
-                assert post_signed(bot.url, envelope_) == 200
-            deadline = time.monotonic() + 60
-            while not [m for m in slack.messages(CHANNEL) if m.get("user") == BOT_USER]:
-                assert time.monotonic() < deadline, bot.log_tail()
-                time.sleep(0.1)
+            question = "who owns the flaky suite?"
+            ask_by_mention(bot, slack, claude, ts(MESSAGES + 10), question, thread_ts=root)
             calls_after = slack.call_counts()
         finally:
             bot.stop()

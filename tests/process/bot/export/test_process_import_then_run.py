@@ -21,15 +21,14 @@ import pytest
 from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 
-from bench._process import BotProcess, post_signed
+from bench._process import BotProcess
 from bench._served_process import ready_status
 from tests.process.bot.core.test_process_store_restart import KEY, query
+from tests.support.answered_mention import ask_by_mention
 from tests.support.slack_events import (
-    BOT_USER,
     CHANNEL,
     STATE,
     TEAM,
-    mention_pair,
     ts,
 )
 
@@ -106,16 +105,7 @@ def test_an_imported_channel_is_served_without_reading_it_from_slack(tmp_path: P
             found = query(base, QUESTION)["rendered"]
             assert FACT in found, found[:500]
 
-            pair = mention_pair(ts(60), QUESTION)
-            slack.mirror_event(pair[0]["event"])
-            asked = claude.count
-            for envelope_ in pair:
-                assert post_signed(bot.url, envelope_) == 200
-            deadline = time.monotonic() + 120
-            while not [m for m in slack.messages(CHANNEL) if m.get("user") == BOT_USER]:
-                assert time.monotonic() < deadline, bot.log_tail()
-                time.sleep(0.1)
-            sent = json.dumps([r.body for r in claude.requests[asked:]])
+            sent = ask_by_mention(bot, slack, claude, ts(60), QUESTION)
             calls = slack.calls
         finally:
             bot.stop()

@@ -18,7 +18,7 @@ import pytest
 from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
 
-from bench._process import BotProcess, post_signed
+from bench._process import BotProcess
 from bench._served_process import ready_status
 from tests.process.bot.core.test_process_store_restart import (
     KEY,
@@ -27,7 +27,8 @@ from tests.process.bot.core.test_process_store_restart import (
     query,
     stored_messages,
 )
-from tests.support.slack_events import BOT_USER, CHANNEL, STATE, envelope, mention_pair, message, ts
+from tests.support.answered_mention import ask_by_mention
+from tests.support.slack_events import CHANNEL, STATE, envelope, message, ts
 
 MESSAGES = 20_000
 FACTS = {
@@ -84,16 +85,7 @@ def test_a_restart_searches_all_20000_stored_messages(tmp_path: Path) -> None:
             first_queries = time.monotonic() - asked
             held_after = stored_messages(data)
 
-            pair = mention_pair(ts(MESSAGES + 5), FACTS[100][0])
-            slack.mirror_event(pair[0]["event"])
-            requests = claude.count
-            for envelope_ in pair:
-                assert post_signed(bot.url, envelope_) == 200
-            deadline = time.monotonic() + 120
-            while not [m for m in slack.messages(CHANNEL) if m.get("user") == BOT_USER]:
-                assert time.monotonic() < deadline, bot.log_tail()
-                time.sleep(0.1)
-            sent = json.dumps([r.body for r in claude.requests[requests:]])
+            sent = ask_by_mention(bot, slack, claude, ts(MESSAGES + 5), FACTS[100][0])
             calls_after = slack.call_counts()
         finally:
             bot.stop()
