@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
 from chanctx.bot.replay.fake_slack import FakeSlackAPI
@@ -34,7 +35,17 @@ from bench.store import TEAM, channel_id
 from bench.store_served import READS, latencies, probe_word, search_table_rows
 
 MIB = 2**20
-Start = tuple[float, float, bool, int, int]  # ready, first answer, found, RssAnon, reads
+
+
+class Start(NamedTuple):
+    """One restart: seconds from spawn to ready and to the first answer, whether that answer
+    found the oldest message, RssAnon after it, Slack history reads spent."""
+
+    ready: float
+    first_answer: float
+    found: bool
+    rss: int
+    reads: int
 
 
 def one_start(bot: BotProcess, slack: FakeSlackAPI, largest: str) -> Start:
@@ -48,7 +59,8 @@ def one_start(bot: BotProcess, slack: FakeSlackAPI, largest: str) -> Start:
     rss = rss_anon(bot.process.pid)
     bot.stop()
     reads = sum(slack.call_counts().get(m, 0) for m in READS) - reads_before
-    return to_ready, to_first, probe_word(largest) in json.dumps(answer["chunks"]), rss, reads
+    found = probe_word(largest) in json.dumps(answer["chunks"])
+    return Start(to_ready, to_first, found, rss, reads)
 
 
 def measure(run: Path, repeats: int) -> tuple[list[Start], int, int]:
@@ -113,10 +125,10 @@ def searched(run: Path, queries: int) -> list[tuple[int, dict[str, float]]]:
 
 
 def report(run: Path, starts: list[Start], stored: int, channels: int, search: int) -> str:
-    def median(at: int) -> float:
-        return statistics.median(s[at] for s in starts)
-
-    found = all(s[2] for s in starts)
+    ready = statistics.median(s.ready for s in starts)
+    first = statistics.median(s.first_answer for s in starts)
+    rss = statistics.median(s.rss for s in starts)
+    found = all(s.found for s in starts)
     return "\n".join([
         f"`python -m bench.store_restart --dir {run.name} --repeats {len(starts)}"
         f"{f' --search {search}' if search else ''}`: today's",
@@ -129,8 +141,8 @@ def report(run: Path, starts: list[Start], stored: int, channels: int, search: i
         "| spawn to /readyz 200 | spawn to first answer | oldest message found | "
         "RssAnon after it | Slack history reads |",
         "|---:|---:|---:|---:|---:|",
-        f"| {median(0):.2f} s | {median(1):.2f} s | {'every start' if found else 'NOT always'} | "
-        f"{median(3) / MIB:.0f} MiB | {sum(s[4] for s in starts)} |",
+        f"| {ready:.2f} s | {first:.2f} s | {'every start' if found else 'NOT always'} | "
+        f"{rss / MIB:.0f} MiB | {sum(s.reads for s in starts)} |",
     ])  # fmt: skip
 
 
