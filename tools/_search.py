@@ -62,7 +62,7 @@ import numpy.typing as npt
 from chanctx.cache import ts_key
 from chanctx.context import Message, Names
 from chanctx.context.render import author_of
-from chanctx.tools._columns import Floats, Ints
+from chanctx.tools._columns import Bools, Floats, Ints, Ints32
 from chanctx.tools._dates import in_periods, label, periods
 from chanctx.tools._index import ChannelIndex
 from chanctx.tools._keywords import Keyword, keywords, terms
@@ -283,9 +283,9 @@ def search(
         if asked and not asked.isdisjoint(_author_keys(message, names))
     ]
     if codes:
-        chosen_mask[:capacity] |= np.isin(rows.author[:capacity], codes)
+        chosen_mask[:capacity] |= _written_by(rows.author[:capacity], codes)
     if named_codes:
-        chosen_mask[:capacity] |= np.isin(rows.author[:capacity], named_codes)
+        chosen_mask[:capacity] |= _written_by(rows.author[:capacity], named_codes)
     if not wanted:
         chosen_mask[:capacity] = rows.live[:capacity]
     candidates = in_window(np.flatnonzero(chosen_mask[:capacity]))
@@ -306,12 +306,8 @@ def search(
     explains = rows.cause[candidates] & asks_why
     named = periods(intent) if ranking.date_boost else []
     period_of = in_periods(rows.ts[candidates], named) if named else np.full(len(candidates), -1)
-    authored = np.isin(rows.author[candidates], codes) if codes else np.zeros(len(candidates), bool)
-    by_named = (
-        np.isin(rows.author[candidates], named_codes)
-        if named_codes
-        else np.zeros(len(candidates), dtype=np.bool_)
-    )
+    authored = _written_by(rows.author[candidates], codes)
+    by_named = _written_by(rows.author[candidates], named_codes)
     own = keyword[candidates]
     thread = keyword[rows.root[candidates]] if wanted else np.zeros(len(candidates))
     context = (
@@ -363,6 +359,15 @@ def search(
         )
         hits.append(Hit(message, names, float(rounded[position]), signals))
     return Search(hits, len(candidates), scanned, time_range, wanted)
+
+
+def _written_by(authors: Ints32, codes: Sequence[int]) -> Bools:
+    """Which of ``authors`` are one of ``codes``: ``np.isin``'s answer, by one comparison a
+    code (a person or two are asked for; ``isin`` sorted a column of every indexed slot)."""
+    found = np.zeros(len(authors), dtype=np.bool_)
+    for code in codes:
+        found |= authors == code
+    return found
 
 
 def _busiest(index: ChannelIndex, since: float | None) -> float:
