@@ -36,7 +36,7 @@ from chanctx.cache import ts_key
 from chanctx.context import Message, Names
 from chanctx.context.render import author_of, text_of
 from chanctx.tools._bm25 import BM25Index
-from chanctx.tools._columns import NONE, Rows, SortedKeys, Threads, link_streams, live_window
+from chanctx.tools._columns import NONE, KeyBlocks, Rows, Threads, link_streams, live_window
 from chanctx.tools._keywords import Stemmer, terms
 
 __all__ = ["STATES_CAUSE", "ChannelIndex", "ThreadStats", "document_terms"]
@@ -45,12 +45,10 @@ STATES_CAUSE = re.compile(
     r"\b(because|caused|root cause|due to|found it|turns out|the (issue|problem|culprit) "
     r"(is|was)|broke|broken by|regression)\b"
 )
-# Older messages added at once from which they are linked in one sorted pass over the whole
-# index (at 260,000 indexed: about 21 ms) rather than each on its own (a bisection of the
-# channel's sorted top-level keys, or a walk back from its thread's newest reply): at least
-# this many, and at least one in _BULK_SHARE of the index.
-_BULK_LINK = 4
-_BULK_SHARE = 200
+# Older messages added at once from which they are linked in one sorted pass over the index
+# (21 ms at 260,000 indexed), not each by a bisection of the channel's top-level keys or a walk
+# back through its thread: at least _BULK_LINK, and one in _BULK_SHARE of the index.
+_BULK_LINK, _BULK_SHARE = 4, 200
 _Asked = tuple[int, float | None, tuple[int, ...]]  # a window's question: version, since, hidden
 
 
@@ -114,7 +112,7 @@ class ChannelIndex:
         self._free: list[int] = []
         self.rows = Rows()
         self._top = NONE  # the newest top-level message's slot (the channel stream's tail)
-        self._top_keys = SortedKeys()  # every indexed top-level message's key, ascending
+        self._top_keys = KeyBlocks()  # every indexed top-level message's key, ascending
         self._deferred = False  # within a refresh or sync whose links are rebuilt at its end
         self._touched: set[int] = set()  # threads a deferred message joined
         self._authors: dict[tuple[str, str | None], int] = {}
@@ -354,10 +352,9 @@ class ChannelIndex:
             self._author_messages.append(message)
         return code
 
-    # conversations: a doubly linked list per stream, in ts order. The channel's stream and each
-    # thread's keep only their newest message (the tail): chat appends, so a new message links
-    # after it; one that arrives out of order (a backfill) finds its place in one vectorised
-    # pass over the stream's members.
+    # conversations: a doubly linked list per stream, in ts order, whose newest message is its
+    # tail: chat appends after it; an older one (a backfill, a search's older matches) finds
+    # its place among the channel's sorted top-level keys, or walking back through its thread.
 
     def _tail(self, slot: int) -> int:
         return int(self.threads.tail[self.rows.tid[slot]]) if self.rows.reply[slot] else self._top
@@ -374,15 +371,14 @@ class ChannelIndex:
         if tail == NONE or rows.key[tail] < key:
             prev_slot, next_slot = tail, NONE
             self._set_tail(slot, slot)
-        elif rows.reply[slot]:  # older than the thread's newest reply: walk back from it
+        elif rows.reply[slot]:
             prev_slot, next_slot = tail, NONE
             while prev_slot != NONE and rows.key[prev_slot] > key:
                 prev_slot, next_slot = int(rows.prev[prev_slot]), prev_slot
-        else:  # older than the channel's newest top-level message: its place among them
-            top = self._top_keys
-            position = top.bisect(key)
-            prev_slot = self._slot_of[top[position - 1]] if position else NONE
-            next_slot = self._slot_of[top[position + 1]] if position + 1 < len(top) else NONE
+        else:
+            below, above = self._top_keys.neighbours(key)
+            prev_slot = self._slot_of[below] if below is not None else NONE
+            next_slot = self._slot_of[above] if above is not None else NONE
         rows.prev[slot], rows.next[slot] = prev_slot, next_slot
         if prev_slot != NONE:
             rows.next[prev_slot] = slot

@@ -75,6 +75,7 @@ LIVE_THREAD = 86_400.0  # a reply within a day of "now" makes a thread "recent_a
 _CAPITALISED = re.compile(r"(?<![\w.\-/:#])[A-Z]\w*")
 _EXCHANGE = 1e6  # below any score a person's message can have
 _NEAR_OF = 500  # the matches whose context neighbours become candidates, at most
+_WALK = 64  # steps back through the marked threads' replies before a pass over every slot
 
 
 # -- the ranking ------------------------------------------------------------------------------
@@ -273,9 +274,8 @@ def search(
                 cut = np.argpartition(-keyword[matched], _NEAR_OF)[:_NEAR_OF]
                 best_matches = matched[cut]
             chosen_mask[_near(index, best_matches, ranking)] = True  # windowed below
-        if ranking.thread_share:
-            # A reply whose root matched is a candidate too (slot -1 reads the extra cell).
-            chosen_mask[:capacity] |= chosen_mask[rows.root[:capacity]]
+        if ranking.thread_share:  # a reply whose root matched is a candidate too
+            _mark_replies(index, chosen_mask)
     asked = {a.strip().lstrip("@").casefold() for a in authors} - {""}
     codes = [
         code
@@ -283,9 +283,9 @@ def search(
         if asked and not asked.isdisjoint(_author_keys(message, names))
     ]
     if codes:
-        chosen_mask[:capacity] |= _written_by(rows.author[:capacity], codes)
+        chosen_mask[:capacity] |= _written_by(rows.author[:capacity], codes, capacity)
     if named_codes:
-        chosen_mask[:capacity] |= _written_by(rows.author[:capacity], named_codes)
+        chosen_mask[:capacity] |= _written_by(rows.author[:capacity], named_codes, capacity)
     if not wanted:
         chosen_mask[:capacity] = rows.live[:capacity]
     candidates = in_window(np.flatnonzero(chosen_mask[:capacity]))
@@ -306,8 +306,9 @@ def search(
     explains = rows.cause[candidates] & asks_why
     named = periods(intent) if ranking.date_boost else []
     period_of = in_periods(rows.ts[candidates], named) if named else np.full(len(candidates), -1)
-    authored = _written_by(rows.author[candidates], codes)
-    by_named = _written_by(rows.author[candidates], named_codes)
+    written = rows.author[candidates] if codes or named_codes else rows.author[:0]
+    authored = _written_by(written, codes, len(candidates))
+    by_named = _written_by(written, named_codes, len(candidates))
     own = keyword[candidates]
     thread = keyword[rows.root[candidates]] if wanted else np.zeros(len(candidates))
     context = (
@@ -361,10 +362,30 @@ def search(
     return Search(hits, len(candidates), scanned, time_range, wanted)
 
 
-def _written_by(authors: Ints32, codes: Sequence[int]) -> Bools:
-    """Which of ``authors`` are one of ``codes``: ``np.isin``'s answer, by one comparison a
-    code (a person or two are asked for; ``isin`` sorted a column of every indexed slot)."""
-    found = np.zeros(len(authors), dtype=np.bool_)
+def _mark_replies(index: ChannelIndex, chosen_mask: Bools) -> None:
+    """Mark every reply whose thread's root is marked: ``chosen_mask[rows.root]`` over every
+    slot, reached instead from the marked roots back through their threads' replies, a step a
+    reply (threads are short; past :data:`_WALK` steps the pass over every slot finishes it:
+    marking replies changes no root's mark, so the two agree)."""
+    rows, threads = index.rows, index.threads
+    roots = threads.root
+    marked = (roots >= 0) & chosen_mask[roots]  # root -1 reads the extra cell: False
+    current = threads.tail[marked]
+    for _ in range(_WALK):
+        current = current[current >= 0]
+        if not len(current):
+            return
+        chosen_mask[current] = True
+        current = rows.prev[current]
+    capacity = index.capacity
+    chosen_mask[:capacity] |= chosen_mask[rows.root[:capacity]]
+
+
+def _written_by(authors: Ints32, codes: Sequence[int], count: int) -> Bools:
+    """Which of ``count`` ``authors`` are one of ``codes`` (all False without codes, whatever
+    ``authors`` holds): ``np.isin``'s answer, by one comparison a code (a person or two are
+    asked for; ``isin`` sorted a column of every indexed slot)."""
+    found = np.zeros(count, dtype=np.bool_)
     for code in codes:
         found |= authors == code
     return found

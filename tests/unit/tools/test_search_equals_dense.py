@@ -125,3 +125,22 @@ def test_the_ranking_equals_the_dense_one(
         expected = _answers(one_by_one, True, **asked)
         assert _answers(one_by_one, False, **asked) == expected
         assert _answers(bulk, False, **asked) == expected
+
+
+def test_a_long_thread_under_a_matching_root_ranks_as_before() -> None:
+    # More replies than the walk back through a thread takes: the pass over every slot ends it.
+    root = Message(channel=CHANNEL, ts=f"{T0}.000000", user_id="UJO", text="checkout failed")
+    replies = [
+        Message(channel=CHANNEL, ts=f"{T0 + 60 * n}.000001", thread_ts=root.ts, user_id="UNA",
+                text="looking" if n % 2 else "still on it")
+        for n in range(1, 150)
+    ]  # fmt: skip
+    index = ChannelIndex(CHANNEL)
+    with index.lock:
+        for message in [root, *replies]:
+            index.upsert(message, NAMES)
+    asked = {"intent": "why checkout", "authors": (), "since": None, "limit": 200,
+             "hidden": frozenset()}  # fmt: skip
+    index_answer = _answers(index, False, **asked)
+    assert index_answer == _answers(index, True, **asked)
+    assert index_answer[1] == 150  # type: ignore[index]  # the root and every reply
