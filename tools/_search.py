@@ -75,7 +75,9 @@ LIVE_THREAD = 86_400.0  # a reply within a day of "now" makes a thread "recent_a
 _CAPITALISED = re.compile(r"(?<![\w.\-/:#])[A-Z]\w*")
 _EXCHANGE = 1e6  # below any score a person's message can have
 _NEAR_OF = 500  # the matches whose context neighbours become candidates, at most
-_WALK = 64  # steps back through the marked threads' replies before a pass over every slot
+# A step back through the marked threads' replies costs about what a pass over this many
+# slots does.
+_SLOTS_A_STEP = 8_000
 
 
 # -- the ranking ------------------------------------------------------------------------------
@@ -364,21 +366,21 @@ def search(
 
 def _mark_replies(index: ChannelIndex, chosen_mask: Bools) -> None:
     """Mark every reply whose thread's root is marked: ``chosen_mask[rows.root]`` over every
-    slot, reached instead from the marked roots back through their threads' replies, a step a
-    reply (threads are short; past :data:`_WALK` steps the pass over every slot finishes it:
-    marking replies changes no root's mark, so the two agree)."""
+    slot, or, when the marked threads are short beside the index (a step a reply, each a few
+    vectorised operations, against a pass over every slot), reached from the marked roots
+    back through their threads' replies."""
     rows, threads = index.rows, index.threads
+    capacity = index.capacity
     roots = threads.root
     marked = (roots >= 0) & chosen_mask[roots]  # root -1 reads the extra cell: False
+    longest = int(threads.known[marked].max()) if marked.any() else 0
+    if longest * _SLOTS_A_STEP >= capacity:
+        chosen_mask[:capacity] |= chosen_mask[rows.root[:capacity]]
+        return
     current = threads.tail[marked]
-    for _ in range(_WALK):
-        current = current[current >= 0]
-        if not len(current):
-            return
+    while len(current := current[current >= 0]):
         chosen_mask[current] = True
         current = rows.prev[current]
-    capacity = index.capacity
-    chosen_mask[:capacity] |= chosen_mask[rows.root[:capacity]]
 
 
 def _written_by(authors: Ints32, codes: Sequence[int], count: int) -> Bools:

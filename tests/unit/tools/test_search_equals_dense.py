@@ -14,6 +14,7 @@ pass): the searches over both are compared with the model too.
 
 from __future__ import annotations
 
+import pytest
 from chanctx.cache import ts_key
 from chanctx.context import Message, Names
 from chanctx.tools import ChannelIndex
@@ -76,6 +77,7 @@ def _answers(index: ChannelIndex, model: bool, **asked: object) -> object:
     return hits, found.matches, found.scanned, found.time_range, found.keywords
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=150)
 @given(
     st.lists(_message, min_size=1, max_size=70),
@@ -144,3 +146,29 @@ def test_a_long_thread_under_a_matching_root_ranks_as_before() -> None:
     index_answer = _answers(index, False, **asked)
     assert index_answer == _answers(index, True, **asked)
     assert index_answer[1] == 150  # type: ignore[index]  # the root and every reply
+
+
+@pytest.mark.slow
+def test_short_threads_in_a_large_index_rank_as_before() -> None:
+    # Short threads beside many slots: their replies are reached back through each thread.
+    index = ChannelIndex(CHANNEL)
+    messages: list[Message] = []
+    for n in range(20_000):
+        ts = f"{T0 + 30 * n}.000000"
+        text = "checkout failed again" if n % 997 == 0 else f"note {n % 50}"
+        messages.append(
+            Message(channel=CHANNEL, ts=ts, user_id="UJO", text=text, reply_count=int(n % 3 == 0))
+        )
+        if n % 3 == 0:
+            messages.append(
+                Message(channel=CHANNEL, ts=f"{T0 + 30 * n + 5}.000000", thread_ts=ts,
+                        user_id="UNA", text="on it")
+            )  # fmt: skip
+    with index.lock:
+        for message in messages:
+            index.queue(ts_key(message.ts), message)
+        index.refresh(NAMES)
+    for intent in ("why checkout", "note 7", "Joanna failed"):
+        asked = {"intent": intent, "authors": (), "since": None, "limit": 40,
+                 "hidden": frozenset()}  # fmt: skip
+        assert _answers(index, False, **asked) == _answers(index, True, **asked)
