@@ -155,7 +155,10 @@ def channel_context_in_process(
     assert engine.indexes is not None
     try:
         engine.indexes.start(channel)
+        waited = time.monotonic()
         while not engine.indexes.indexed(channel):
+            if time.monotonic() - waited > 1_800:
+                raise SystemExit(f"{channel}: no index built in the bench process in 30 min")
             time.sleep(0.5)
         took: list[float] = []
         for intent in intents:
