@@ -7,7 +7,7 @@ Columns grow by a quarter (not doubled) and keep one sentinel cell, so a gather 
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,6 +20,7 @@ __all__ = [
     "Floats",
     "Ints",
     "Ints32",
+    "KeyBlocks",
     "Rows",
     "SortedKeys",
     "Threads",
@@ -97,6 +98,90 @@ class SortedKeys:
         elif self._head >= 1024 and 2 * self._head >= len(self._keys):
             del self._keys[: self._head]
             self._head = 0
+
+
+class KeyBlocks:
+    """Ascending unique ints (ts keys) in blocks of a few hundred, for the neighbours of a key.
+
+    An index links a message older than the channel's newest among the channel's other
+    top-level messages: its neighbours are the keys just below and above its own. In one list
+    of 260,000 keys, inserting an old key moves every item after it (2 MB, 0.1-0.3 ms a
+    message); here it moves at most a block's, and the blocks' first keys are bisected first.
+    """
+
+    __slots__ = ("_blocks", "_count", "_firsts")
+
+    _SIZE = 512  # a block is split in two when it passes twice this
+
+    def __init__(self) -> None:
+        self._blocks: list[list[int]] = []
+        self._firsts: list[int] = []  # each block's smallest item
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _block(self, item: int) -> int:
+        """The block that holds ``item``, or would."""
+        return max(bisect_right(self._firsts, item) - 1, 0)
+
+    def insert(self, item: int) -> None:
+        """Insert ``item`` unless present."""
+        if not self._blocks:
+            self._blocks.append([item])
+            self._firsts.append(item)
+            self._count = 1
+            return
+        at = self._block(item)
+        block = self._blocks[at]
+        position = bisect_left(block, item)
+        if position < len(block) and block[position] == item:
+            return
+        block.insert(position, item)
+        self._firsts[at] = block[0]
+        self._count += 1
+        if len(block) > 2 * self._SIZE:
+            upper = block[self._SIZE :]
+            del block[self._SIZE :]
+            self._blocks.insert(at + 1, upper)
+            self._firsts.insert(at + 1, upper[0])
+
+    def remove(self, item: int) -> bool:
+        """Remove ``item``; False if it was not there."""
+        if not self._blocks:
+            return False
+        at = self._block(item)
+        block = self._blocks[at]
+        position = bisect_left(block, item)
+        if position == len(block) or block[position] != item:
+            return False
+        del block[position]
+        self._count -= 1
+        if block:
+            self._firsts[at] = block[0]
+        else:
+            del self._blocks[at], self._firsts[at]
+        return True
+
+    def neighbours(self, item: int) -> tuple[int | None, int | None]:
+        """The largest item below ``item`` and the smallest above it (None: there is none)."""
+        if not self._blocks:
+            return None, None
+        blocks = self._blocks
+        at = self._block(item)
+        block = blocks[at]
+        position = bisect_left(block, item)
+        if position:
+            below: int | None = block[position - 1]
+        else:
+            below = blocks[at - 1][-1] if at else None
+        if position < len(block) and block[position] == item:
+            position += 1
+        if position < len(block):
+            above: int | None = block[position]
+        else:
+            above = blocks[at + 1][0] if at + 1 < len(blocks) else None
+        return below, above
 
 
 def _grown(column: npt.NDArray[Any], used: int, size: int, fill: object) -> npt.NDArray[Any]:

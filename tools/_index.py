@@ -32,12 +32,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import numpy as np
 from chanctx.cache import ts_key
 from chanctx.context import Message, Names
 from chanctx.context.render import author_of, text_of
 from chanctx.tools._bm25 import BM25Index
-from chanctx.tools._columns import NONE, Rows, Threads, link_streams, live_window
+from chanctx.tools._columns import NONE, KeyBlocks, Rows, Threads, link_streams, live_window
 from chanctx.tools._keywords import Stemmer, terms
 
 __all__ = ["STATES_CAUSE", "ChannelIndex", "ThreadStats", "document_terms"]
@@ -46,9 +45,10 @@ STATES_CAUSE = re.compile(
     r"\b(because|caused|root cause|due to|found it|turns out|the (issue|problem|culprit) "
     r"(is|was)|broke|broken by|regression)\b"
 )
-# Older messages added at once from which they are linked in one sorted pass (at 260,000
-# indexed: about 21 ms, against about 5 ms a message linked by a scan of its stream).
-_BULK_LINK = 4
+# Older messages added at once from which they are linked in one sorted pass over the index
+# (21 ms at 260,000 indexed), not each by a bisection of the channel's top-level keys or a walk
+# back through its thread: at least _BULK_LINK, and one in _BULK_SHARE of the index.
+_BULK_LINK, _BULK_SHARE = 4, 200
 _Asked = tuple[int, float | None, tuple[int, ...]]  # a window's question: version, since, hidden
 
 
@@ -112,6 +112,7 @@ class ChannelIndex:
         self._free: list[int] = []
         self.rows = Rows()
         self._top = NONE  # the newest top-level message's slot (the channel stream's tail)
+        self._top_keys = KeyBlocks()  # every indexed top-level message's key, ascending
         self._deferred = False  # within a refresh or sync whose links are rebuilt at its end
         self._touched: set[int] = set()  # threads a deferred message joined
         self._authors: dict[tuple[str, str | None], int] = {}
@@ -295,6 +296,8 @@ class ChannelIndex:
         rows.exchange[slot] = message.is_self or message.mentions_self
         rows.reply[slot] = message.is_reply
         rows.live[slot] = True
+        if not message.is_reply:
+            self._top_keys.insert(key)
         tid = self._join_thread(slot, key, message)
         if self._deferred:  # linked, and its thread counted again, by _relink
             if tid != NONE:
@@ -330,6 +333,8 @@ class ChannelIndex:
         message = self.message(slot)
         key = ts_key(message.ts)
         self.bm25.remove(slot)
+        if not message.is_reply:
+            self._top_keys.remove(key)
         self._unlink(slot)
         self._leave_thread(slot, message)
         del self._slot_of[key]
@@ -347,10 +352,9 @@ class ChannelIndex:
             self._author_messages.append(message)
         return code
 
-    # conversations: a doubly linked list per stream, in ts order. The channel's stream and each
-    # thread's keep only their newest message (the tail): chat appends, so a new message links
-    # after it; one that arrives out of order (a backfill) finds its place in one vectorised
-    # pass over the stream's members.
+    # conversations: a doubly linked list per stream, in ts order, whose newest message is its
+    # tail: chat appends after it; an older one (a backfill, a search's older matches) finds
+    # its place among the channel's sorted top-level keys, or walking back through its thread.
 
     def _tail(self, slot: int) -> int:
         return int(self.threads.tail[self.rows.tid[slot]]) if self.rows.reply[slot] else self._top
@@ -367,19 +371,14 @@ class ChannelIndex:
         if tail == NONE or rows.key[tail] < key:
             prev_slot, next_slot = tail, NONE
             self._set_tail(slot, slot)
+        elif rows.reply[slot]:
+            prev_slot, next_slot = tail, NONE
+            while prev_slot != NONE and rows.key[prev_slot] > key:
+                prev_slot, next_slot = int(rows.prev[prev_slot]), prev_slot
         else:
-            capacity = self.capacity
-            if rows.reply[slot]:
-                members = rows.live[:capacity] & rows.reply[:capacity]
-                members &= rows.tid[:capacity] == rows.tid[slot]
-            else:
-                members = rows.live[:capacity] & ~rows.reply[:capacity]
-            members[slot] = False
-            found = np.flatnonzero(members)
-            keys = rows.key[found]
-            before, after = found[keys < key], found[keys > key]
-            prev_slot = int(before[np.argmax(rows.key[before])]) if len(before) else NONE
-            next_slot = int(after[np.argmin(rows.key[after])]) if len(after) else NONE
+            below, above = self._top_keys.neighbours(key)
+            prev_slot = self._slot_of[below] if below is not None else NONE
+            next_slot = self._slot_of[above] if above is not None else NONE
         rows.prev[slot], rows.next[slot] = prev_slot, next_slot
         if prev_slot != NONE:
             rows.next[prev_slot] = slot
@@ -400,7 +399,8 @@ class ChannelIndex:
     def _linking(self, keys: Iterable[int]) -> Iterator[None]:
         """Around adding the messages at ``keys``: many older ones linked in one pass."""
         newest = int(self.rows.key[self._top]) if self._top != NONE else -1
-        self._deferred = sum(1 for key in keys if key < newest) >= _BULK_LINK
+        older = sum(1 for key in keys if key < newest)
+        self._deferred = older >= max(_BULK_LINK, len(self._slot_of) // _BULK_SHARE)
         try:
             yield
         finally:

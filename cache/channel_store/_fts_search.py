@@ -29,8 +29,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from chanctx.cache.channel_store._fts import SHARD_BITS, shard_table
 from chanctx.cache.channel_store._records import Candidate
 
@@ -42,6 +45,8 @@ _SHARDS_A_QUERY = 100  # a compound SELECT holds at most 500 (SQLite's default l
 _IDS_A_QUERY = 900  # bound parameters a statement, under SQLite's old default of 999
 
 Query = Callable[[str, Sequence[Any]], list[Any]]
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 
 
 def candidates(
@@ -56,15 +61,27 @@ def candidates(
         return _ranked(query, chan, newest_first, " OR ".join(phrases), limit)
     # Any row count above every term's: the shards the channel has words in hold at most this.
     size = max(len(newest_first) << SHARD_BITS, max(map(len, found)) + 1)
-    score: dict[int, float] = {}
+    rows, score = _scored(found, size)
+    # Best score first, ties to the newer (larger) row id.
+    best = [int(row) for row in rows[np.lexsort((-rows, -score))[:limit]]]
+    score_of = dict(zip(rows.tolist(), score.tolist(), strict=True))
+    ts_of = _ts_of(query, chan, best)
+    return [Candidate(ts_of[row], score_of[row]) for row in best if row in ts_of]
+
+
+def _scored(found: Sequence[list[int]], size: int) -> tuple[IntArray, FloatArray]:
+    """(every row read, ascending; its score): the sum of the weights of the terms that read
+    it, added in term order from 0.0 (``bincount`` adds its weights in input order), as a
+    per-row loop would."""
+    weights: list[float] = []
     for ids in found:
         df = max(len(ids), CAP + 1) if len(ids) > CAP else len(ids)
-        weight = math.log(1.0 + (size - df + 0.5) / (df + 0.5))
-        for row in ids:
-            score[row] = score.get(row, 0.0) + weight
-    best = sorted(score, key=lambda row: (-score[row], -row))[:limit]
-    ts_of = _ts_of(query, chan, best)
-    return [Candidate(ts_of[row], score[row]) for row in best if row in ts_of]
+        weights.append(math.log(1.0 + (size - df + 0.5) / (df + 0.5)))
+    read = np.fromiter(chain.from_iterable(found), dtype=np.int64, count=sum(map(len, found)))
+    each = np.repeat(np.array(weights, dtype=np.float64), [len(ids) for ids in found])
+    rows, where = np.unique(read, return_inverse=True)
+    score: FloatArray = np.bincount(where, weights=each, minlength=len(rows)).astype(np.float64)
+    return rows, score
 
 
 def _row_ids(query: Query, shards: Sequence[int], expression: str) -> list[int]:
