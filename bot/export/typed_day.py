@@ -25,7 +25,13 @@ from typing import Any
 
 import msgspec
 from chanctx.bot.export.reader import is_slack_ts
-from chanctx.cache.channel_store import MessageRow, index_words, message_row, plain_message_row
+from chanctx.cache.channel_store import (
+    MessageRow,
+    index_words,
+    message_row,
+    plain_message_row,
+    plain_reply_row,
+)
 
 __all__ = ["IntakeRow", "typed_day"]
 
@@ -52,14 +58,15 @@ class _BotProfile(msgspec.Struct, gc=False):
 
 class _Message(msgspec.Struct, gc=False):
     """The fields of an exported message that make its row; any others are skipped. Those
-    after ``user`` are unset in most messages (``_PLAIN`` holds their defaults)."""
+    after ``thread_ts`` are unset in most messages (``_PLAIN`` holds their defaults), so a
+    person's message or reply is told by one comparison."""
 
     ts: str
     text: str | None = None
     user: str | None = None
+    thread_ts: str | None = None
     type: str = "message"
     subtype: str | None = None
-    thread_ts: str | None = None
     reply_count: int = 0
     reply_users: list[str] = []
     latest_reply: str | None = None
@@ -72,10 +79,9 @@ class _Message(msgspec.Struct, gc=False):
     file: msgspec.Raw = _ABSENT
 
 
-# The fields after ``user`` of a message that is a person's text and nothing else.
+# The fields after ``thread_ts`` of a message that is a person's text (or reply) and nothing else.
 _PLAIN: tuple[object, ...] = (
     "message",
-    None,
     None,
     0,
     [],
@@ -119,9 +125,13 @@ def typed_day(data: bytes, intake_row: IntakeRow) -> tuple[list[MessageRow], lis
             values = _astuple(message)
             if not is_slack_ts(values[0]):
                 return None  # the slower path names it
-            if values[3:] == _PLAIN:  # most messages: one C comparison, one tuple
+            if values[4:] == _PLAIN:  # most messages: one C comparison, one tuple
                 text = values[1] or ""
-                rows.append(plain_message_row(values[0], values[2] or "", text))
+                thread = _ts(values[3])
+                if thread is not None:  # a person's reply
+                    rows.append(plain_reply_row(values[0], thread, values[2] or "", text))
+                else:
+                    rows.append(plain_message_row(values[0], values[2] or "", text))
                 words.append(index_words(text))
                 continue
             row = _row(message)
