@@ -1,8 +1,9 @@
 """The bulk import stores what live intake would: the benchmark's generated export (plain
 messages, replies, thread roots, edits, reactions, bots, file shares, joins, non-ASCII text)
 imported by ``import_export`` and, message by message, through intake and ``store.write``
-gives the same messages, read back in order, and the same full-text candidates, scores
-included (the same documents under the same row ids in the same shards)."""
+gives the same messages, read back in order, the same file records, and the same full-text
+candidates, scores included (the same documents under the same row ids in the same
+shards)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from chanctx.bot.export.importer import import_export
 from chanctx.bot.slack.intake import Record, SelfIdentity, intake
 from chanctx.cache.channel_store import (
     Candidate,
+    FileShared,
     MessagePosted,
     SqliteChannelStore,
     StoreEvent,
@@ -26,7 +28,8 @@ TERMS = (["deploy"], ["checkout", "latency"], ["merci"], ["rollback", "502"], ["
 
 
 def per_event(export: Path, store: SqliteChannelStore) -> None:
-    """Every exported message through live intake, written in batches of 500."""
+    """Every exported message through live intake, written in batches of 500 with the
+    records of the files it shares."""
     source = open_source(export)
     me, batch = SelfIdentity(), list[StoreEvent]()
     try:
@@ -37,7 +40,9 @@ def per_event(export: Path, store: SqliteChannelStore) -> None:
             raw.setdefault("type", "message")
             action = intake(raw, me)
             if isinstance(action, Record):
-                batch.append(MessagePosted(TEAM, action.message))
+                message = action.message
+                batch.append(MessagePosted(TEAM, message))
+                batch += (FileShared(TEAM, f, message.channel, message.ts) for f in message.files)
             if len(batch) >= 500:
                 store.write(batch)
                 batch.clear()
@@ -74,3 +79,8 @@ def test_an_import_stores_what_live_intake_stores(tmp_path: Path) -> None:
     for channel in expected:
         assert imported[channel] == expected[channel], channel
     assert sum(len(c) for _, found in expected.values() for c in found) > 100
+    shared = {f.artifact_id for m in messages for f in m.files}
+    assert len(shared) > 50  # file shares, read without intake since
+    with SqliteChannelStore(tmp_path / "bulk") as bulk, SqliteChannelStore(tmp_path / "one") as one:
+        for file_id in sorted(shared):
+            assert bulk.file(TEAM, file_id) == one.file(TEAM, file_id) is not None
