@@ -109,7 +109,7 @@ def raw_day_rows(day: RawDay, me: SelfIdentity) -> DayRows | Problem:
             row = row_of(message)
             return row, row_words(row)
 
-        found = typed_day(day.data, intake_row)
+        found = typed_day(day.data, intake_row, out.files)
         if found is not None:
             out.rows, out.words, out.read = found
             return out

@@ -11,9 +11,12 @@ This path vouches only for what it can check this way. A day it cannot take whol
 an unexpected type, an item that is no object, a ts that is no Slack ts, bytes that are not
 UTF-8 JSON, a surrogate escape) gives None, and the caller reads that day the way it always
 did (``json.loads``, ``plain_row`` and live intake, which names each problem). Inside a day it
-takes, a message that is not plain (a file share, a system subtype) is handed to intake from
-its own bytes. So this path and ``plain_row`` give the same rows (a property test holds them
-to it) and the slower path keeps every refusal and its wording.
+takes, a file share whose ``files`` decode as ``SlackFile``'s declared types is read here as
+intake's ``to_message`` reads it (its files given back for their records: pydantic's model of
+the whole message was about 100 µs of each), and a message that is not plain otherwise (a
+system subtype, the singular ``file`` of old exports, a join) is handed to intake from its own
+bytes. So this path and ``plain_row`` give the same rows and files (property and example
+tests hold them to it) and the slower path keeps every refusal and its wording.
 """
 
 from __future__ import annotations
@@ -25,7 +28,15 @@ from typing import Any
 
 import msgspec
 from chanctx.bot.export.reader import is_slack_ts
-from chanctx.cache.channel_store import MessageRow, index_words, message_row, plain_message_row
+from chanctx.cache.channel_store import (
+    MessageRow,
+    index_words,
+    message_row,
+    plain_message_row,
+    plain_reply_row,
+    row_words,
+)
+from chanctx.context import FileRef
 
 __all__ = ["IntakeRow", "typed_day"]
 
@@ -46,20 +57,34 @@ class _Reaction(msgspec.Struct, gc=False):
     users: list[str] = []
 
 
+class _File(msgspec.Struct, gc=False):
+    """A shared file's fields that intake's ``SlackFile`` reads (the others are skipped)."""
+
+    id: str
+    name: str | None = None
+    title: str | None = None
+    mimetype: str | None = None
+    size: int = 0
+    url_private: str | None = None
+    url_private_download: str | None = None
+    mode: str | None = None
+
+
 class _BotProfile(msgspec.Struct, gc=False):
     name: object = None  # intake takes a name only when it is a string
 
 
 class _Message(msgspec.Struct, gc=False):
     """The fields of an exported message that make its row; any others are skipped. Those
-    after ``user`` are unset in most messages (``_PLAIN`` holds their defaults)."""
+    after ``thread_ts`` are unset in most messages (``_PLAIN`` holds their defaults), so a
+    person's message or reply is told by one comparison."""
 
     ts: str
     text: str | None = None
     user: str | None = None
+    thread_ts: str | None = None
     type: str = "message"
     subtype: str | None = None
-    thread_ts: str | None = None
     reply_count: int = 0
     reply_users: list[str] = []
     latest_reply: str | None = None
@@ -72,10 +97,9 @@ class _Message(msgspec.Struct, gc=False):
     file: msgspec.Raw = _ABSENT
 
 
-# The fields after ``user`` of a message that is a person's text and nothing else.
+# The fields after ``thread_ts`` of a message that is a person's text (or reply) and nothing else.
 _PLAIN: tuple[object, ...] = (
     "message",
-    None,
     None,
     0,
     [],
@@ -90,6 +114,10 @@ _PLAIN: tuple[object, ...] = (
 )
 _astuple = msgspec.structs.astuple
 _DAY = msgspec.json.Decoder(list[_Message])
+_FILES = msgspec.json.Decoder(list[_File])
+# Intake's subtypes of a person's or a bot's message, a file share among them.
+_SHARE_SUBTYPES = _PLAIN_SUBTYPES | {"file_share"}
+_HIDDEN = frozenset({"tombstone", "hidden_by_limit"})  # a file intake leaves out
 _ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
 
 
@@ -102,11 +130,15 @@ class _NotPlain(Exception):
 IntakeRow = Callable[[dict[str, Any], int], tuple[MessageRow, str] | None]
 
 
-def typed_day(data: bytes, intake_row: IntakeRow) -> tuple[list[MessageRow], list[str], int] | None:
+def typed_day(
+    data: bytes, intake_row: IntakeRow, files: list[tuple[FileRef, str]] | None = None
+) -> tuple[list[MessageRow], list[str], int] | None:
     """The rows of the day file ``data``, in its order, the words of each row's document
     (``rows[i]``'s in ``words[i]``, see ``index_words``) and the count of its messages; a
-    message that is not plain is read by ``intake_row``. None when the day must be read the
-    slower way (see the module docstring): what ``intake_row`` recorded is then void."""
+    message that is not plain is read by ``intake_row``. With ``files``, a file share is read
+    here too (its files appended to ``files`` with its ts, as intake's ``Message.files``).
+    None when the day must be read the slower way (see the module docstring): what
+    ``intake_row`` recorded, and ``files``, are then void."""
     try:
         messages = _DAY.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError):
@@ -119,15 +151,25 @@ def typed_day(data: bytes, intake_row: IntakeRow) -> tuple[list[MessageRow], lis
             values = _astuple(message)
             if not is_slack_ts(values[0]):
                 return None  # the slower path names it
-            if values[3:] == _PLAIN:  # most messages: one C comparison, one tuple
+            if values[4:] == _PLAIN:  # most messages: one C comparison, one tuple
                 text = values[1] or ""
-                rows.append(plain_message_row(values[0], values[2] or "", text))
+                thread = _ts(values[3])
+                if thread is not None:  # a person's reply
+                    rows.append(plain_reply_row(values[0], thread, values[2] or "", text))
+                else:
+                    rows.append(plain_message_row(values[0], values[2] or "", text))
                 words.append(index_words(text))
                 continue
             row = _row(message)
             if row is not None:
                 rows.append(row)
                 words.append(_words(message))
+                continue
+            shared = None if files is None else _shared(message)
+            if shared is not None and files is not None:
+                rows.append(shared[0])
+                words.append(row_words(shared[0]))
+                files.extend((ref, message.ts) for ref in shared[1])
                 continue
             if items is None:
                 items = _ITEMS.decode(data)
@@ -147,6 +189,40 @@ def _row(m: _Message) -> MessageRow | None:
         return None
     if m.type != "message" or m.files is not _ABSENT or m.file is not _ABSENT:
         return None
+    return _full_row(m, ())
+
+
+def _shared(m: _Message) -> tuple[MessageRow, tuple[FileRef, ...]] | None:
+    """A file share's row and its files as intake's ``to_message`` makes them (tombstoned
+    and hidden files left out), or None when intake must read it: another subtype, the
+    singular ``file`` of old exports, or a ``files`` that is not a list of file objects with
+    the types ``SlackFile`` declares (its id a string)."""
+    if m.type != "message" or m.files is _ABSENT or m.file is not _ABSENT:
+        return None
+    if m.subtype is not None and m.subtype not in _SHARE_SUBTYPES:
+        return None
+    try:
+        found = _FILES.decode(m.files)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    refs = tuple(
+        FileRef(
+            artifact_id=f.id,
+            media_type=f.mimetype or "application/octet-stream",
+            filename=f.name,
+            title=f.title,
+            byte_length=max(f.size, 0),
+            download_url=f.url_private_download or f.url_private,
+        )
+        for f in found
+        if f.mode not in _HIDDEN
+    )
+    return _full_row(m, refs), refs
+
+
+def _full_row(m: _Message, files: tuple[FileRef, ...]) -> MessageRow:
+    """The row of a message of an accepted subtype (``files`` its shared files)."""
+    subtype = m.subtype
     text = m.text or ""
     user = m.user or ""
     if m.reply_count < 0 or any(r.count < 0 for r in m.reactions):
@@ -164,6 +240,7 @@ def _row(m: _Message) -> MessageRow | None:
         author_name=_author(m),
         bot_id=bot_id or None,
         subtype=subtype or None,
+        files=files,
         reactions=[(r.name, r.count, r.users) for r in m.reactions],
         reply_users=m.reply_users,
         latest_reply=_ts(m.latest_reply),

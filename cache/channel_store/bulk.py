@@ -48,6 +48,7 @@ __all__ = [
     "MessageRow",
     "message_row",
     "plain_message_row",
+    "plain_reply_row",
     "post_rows",
     "row_message",
     "row_of",
@@ -130,6 +131,12 @@ def plain_message_row(ts: str, user_id: str, text: str) -> MessageRow:
     return (_key(ts), ts, None, None, user_id, text, 0, 0, None, 0, 0)
 
 
+def plain_reply_row(ts: str, thread_ts: str, user_id: str, text: str) -> MessageRow:
+    """``message_row(ts, thread_ts=thread_ts, user_id=user_id, text=text)``: a person's reply
+    and nothing else (a fifth of an export's messages)."""
+    return (_key(ts), ts, _key(thread_ts), thread_ts, user_id, text, 0, 0, None, 0, 0)
+
+
 def _key(ts: str) -> int:
     """``raw_ts_key`` with one int() instead of two (same value for every valid ts)."""
     whole, dot, frac = ts.partition(".")
@@ -185,8 +192,8 @@ def _post(
     horizon = applier.horizon
     fresh, one_by_one, _ = sort_posts(rows, erased_through, horizon, result)
     stored = _stored(applier, chan, fresh)
-    new: list[MessageRow] = []
-    for key, row in fresh.items():
+    new: list[MessageRow] = [] if stored else list(fresh.values())
+    for key, row in fresh.items() if stored else ():
         old = stored.get(key)
         if old is None:
             new.append(row)
@@ -196,32 +203,34 @@ def _post(
             result.known += 1
         else:
             applier.apply(MessagePosted(team, row_message(channel, row)), result)
-    if new:
-        # A key's first copy is the one in ``fresh``: reversed, the first copy's words win.
-        given = None
-        if words is not None:
+    if len(new) == len(rows):  # every row new, once (a first import): ``words`` as given
+        _insert(applier, chan, new, words)
+        result.applied += len(new)
+    elif new:
+        aligned = None
+        if words is not None:  # a key's first copy is the one in ``fresh``: reversed, it wins
             given = dict(zip(map(_KEY, reversed(rows)), reversed(words), strict=True))
-        _insert(applier, chan, new, given)
+            aligned = [given[row[0]] for row in new]
+        _insert(applier, chan, new, aligned)
         result.applied += len(new)
     for row in one_by_one:
         applier.apply(MessagePosted(team, row_message(channel, row)), result)
 
 
 def _insert(
-    applier: Applier, chan: int, rows: list[MessageRow], given: dict[int, str] | None
+    applier: Applier, chan: int, rows: list[MessageRow], words: Sequence[str] | None
 ) -> None:
-    """New rows, with the next ids, and their scoped documents into the shards those ids fall
+    """New rows, with the next ids, and their scoped documents (``words[i]`` the
+    ``index_words`` of ``rows[i]``'s, split here when None) into the shards those ids fall
     in: one executemany into ``messages`` and one a shard (most batches: one shard). The
     channel's code goes in front of each word inside SQLite (``scoped_words_sql``)."""
     db = applier.db
     first = int(db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]) + 1
     db.executemany(_INSERT.format(chan=int(chan)), rows)
-    if given is None:
+    if words is None:
         words = [
             index_words(row[5] if row[8] is None else document(row[5], row[8])) for row in rows
         ]
-    else:
-        words = [given[row[0]] for row in rows]
     scoped = scoped_words_sql(channel_code(chan))
     start, end = first, first + len(rows)
     while start < end:

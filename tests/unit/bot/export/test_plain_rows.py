@@ -72,8 +72,19 @@ def good_fields() -> dict[str, st.SearchStrategy[Any]]:
         ),
         "reactions": st.lists(REACTION, max_size=2),
         "files": st.lists(
-            st.fixed_dictionaries({"id": st.just("F1")}, optional={"name": st.just("a.pdf")}),
-            max_size=1,
+            st.fixed_dictionaries(
+                {"id": st.sampled_from(["F1", "F2"])},
+                optional={
+                    "name": st.one_of(st.none(), st.just("a.pdf")),
+                    "title": st.one_of(st.none(), st.just("Plan ü")),
+                    "mimetype": st.sampled_from(["", "application/pdf", None]),
+                    "size": st.integers(-1, 3),
+                    "url_private": st.sampled_from(["", "https://files.slack.com/a", None]),
+                    "url_private_download": st.sampled_from(["", "https://files.slack.com/d"]),
+                    "mode": st.sampled_from(["hosted", "tombstone", "hidden_by_limit", None]),
+                },
+            ),
+            max_size=2,
         ),
         "client_msg_id": st.text(max_size=4),
     }
@@ -127,6 +138,19 @@ def test_most_messages_are_plain() -> None:
     assert plain_row(joined) is None and plain_row(shared) is None
 
 
+def intake_files(raw: dict[str, Any]) -> list[Any]:
+    """The (file, ts) pairs of the message intake records for ``raw`` (none for the rest)."""
+    event = dict(raw)
+    if "file" in event and "files" not in event and isinstance(event["file"], dict):
+        event["files"] = [event["file"]]
+    event["channel"] = "C1"
+    event.setdefault("type", "message")
+    action = intake(event, SelfIdentity())
+    if not isinstance(action, Record):
+        return []
+    return [(f, action.message.ts) for f in action.message.files]
+
+
 def slow_rows(day: list[dict[str, Any]]) -> list[Any]:
     """The rows the slower path gives for a day: ``plain_row``, else intake's."""
     rows = [plain_row(raw) or intake_row(raw) for raw in day]
@@ -142,12 +166,21 @@ def typed_intake(raw: dict[str, Any], index: int) -> tuple[Any, str] | None:
 @settings(max_examples=300)
 @given(st.lists(exported(), min_size=1, max_size=4))
 def test_typed_day_gives_the_slower_paths_rows_or_steps_aside(day: list[dict[str, Any]]) -> None:
-    found = typed_day(json.dumps(day).encode(), typed_intake)
+    files: list[Any] = []
+
+    def reading(raw: dict[str, Any], index: int) -> tuple[Any, str] | None:
+        files.extend(intake_files(raw))  # what the importer's reader keeps of intake's
+        return typed_intake(raw, index)
+
+    found = typed_day(json.dumps(day).encode(), reading, files)
     if found is not None:
         rows, words, count = found
         assert count == len(day)
         assert rows == slow_rows(day)
         assert words == [row_words(row) for row in rows]
+        assert files == [
+            pair for raw in day if plain_row(raw) is None for pair in intake_files(raw)
+        ]
 
 
 def test_typed_day_takes_a_usual_day_and_leaves_an_odd_one() -> None:
@@ -168,3 +201,50 @@ def test_typed_day_takes_a_usual_day_and_leaves_an_odd_one() -> None:
         assert typed_day(json.dumps([person, odd]).encode(), typed_intake) is None
     lone = b'[{"ts": "1700000000.000100", "text": "\\ud800"}]'  # a lone surrogate
     assert typed_day(lone, typed_intake) is None
+
+
+def test_typed_day_reads_file_shares_as_intake_does() -> None:
+    person = {"type": "message", "user": "U1", "text": "see the plan", "ts": "1700000000.000100"}
+    hosted = {"id": "F1", "name": "plan.pdf", "title": "Plan ü", "mimetype": "application/pdf",
+              "size": 2048, "url_private": "https://files.slack.com/p", "mode": "hosted",
+              "url_private_download": "https://files.slack.com/d", "filetype": "pdf"}  # fmt: skip
+    odd = {"id": "F2", "size": -1, "mimetype": "", "url_private_download": "",
+           "url_private": "https://files.slack.com/q"}  # fmt: skip
+    gone = {"id": "F3", "mode": "tombstone"}
+    hidden = {"id": "F4", "mode": "hidden_by_limit", "name": "secret.txt"}
+    day = [
+        person,
+        dict(person, subtype="file_share", files=[hosted, gone], ts="1700000001.000100"),
+        dict(person, files=[odd, hidden], ts="1700000002.000100", thread_ts="1700000000.000100"),
+        {
+            "type": "message",
+            "subtype": "bot_message",
+            "bot_id": "B1",
+            "username": "ci",
+            "text": "",
+            "files": [hosted],
+            "ts": "1700000003.000100",
+            "reactions": [{"name": "eyes", "count": 1, "users": ["U2"]}],
+        },
+        dict(person, subtype="thread_broadcast", files=[], ts="1700000004.000100"),
+    ]
+    files: list[Any] = []
+    read_by_intake: list[int] = []
+
+    def reading(raw: dict[str, Any], index: int) -> tuple[Any, str] | None:
+        read_by_intake.append(index)
+        return typed_intake(raw, index)
+
+    found = typed_day(json.dumps(day).encode(), reading, files)
+    assert found is not None and read_by_intake == []  # every one read here
+    rows, words, count = found
+    assert count == 5 and rows == slow_rows(day)
+    assert words == [row_words(row) for row in rows]
+    assert "plan pdf" in words[1].lower() and "secret" not in " ".join(words)
+    assert files == [pair for raw in day for pair in intake_files(raw)]
+    assert [f.artifact_id for f, _ in files] == ["F1", "F2", "F1"]
+    # An old export's singular ``file``, and files of a system subtype, are intake's to read.
+    for other in (dict(person, file=hosted), dict(person, subtype="channel_topic", files=[])):
+        read_by_intake.clear()
+        assert typed_day(json.dumps([person, other]).encode(), reading, []) is not None
+        assert read_by_intake == [1]
