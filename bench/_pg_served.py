@@ -138,11 +138,15 @@ def serve_both(
         }  # fmt: skip
     pairs = list(zip(results["sqlite"].tops, results["pg"].tops, strict=True))
     row["same_top"] = sum(a == b for a, b in pairs) / len(pairs)
-    row["overlap"] = statistics.mean(
-        len(set(a) & set(b)) / max(len(set(a)), len(set(b)), 1) for a, b in pairs
-    )
+    row["overlap"] = statistics.mean(_overlap(a, b) for a, b in pairs)
     row["queries"] = float(len(pairs))
     return row
+
+
+def _overlap(first: list[str], second: list[str]) -> float:
+    """The share of the larger top's blocks the other holds (two empty answers agree)."""
+    wider = max(len(set(first)), len(set(second)))
+    return len(set(first) & set(second)) / wider if wider else 1.0
 
 
 def served_table(rows: Sequence[dict[str, float]]) -> list[str]:
