@@ -1,12 +1,14 @@
 """The channel store on PostgreSQL beside the SQLite store, on the same data in the same run.
 
     python -m bench.store_postgres                          # 100k and 1M, about 30 minutes
-    python -m bench.store_postgres --sizes 10000 100000     # a few minutes
+    python -m bench.store_postgres --sizes 20000 --queries 20 --no-write   # a few minutes
 
 A real PostgreSQL (Debian's, started like the test suite's: ``initdb`` into a temporary
 directory, an unprivileged user, a loopback port, default settings) with ``fsync`` on, as
 production runs it, beside a SQLite store (WAL, ``synchronous=FULL``). For each size, one
-channel of ``bench.store``'s synthetic engineering chat goes into both stores:
+channel of ``bench.store``'s synthetic engineering chat goes into both stores (PostgreSQL: a
+database of its own, the bot's default schema), its oldest message carrying a word only it
+holds, with the "history" cursor an import leaves:
 
 * ingest: all but the last 20,000 messages through ``bulk.post_rows`` in batches of 10,000
   (the import path: SQLite's bulk insert, PostgreSQL's COPY), the last 20,000 through
@@ -16,11 +18,13 @@ channel of ``bench.store``'s synthetic engineering chat goes into both stores:
   the channel, about 12 minutes at 1,000,000) the share of the in-memory ranking's top 10
   that the 200 candidates hold;
 * reading the whole channel as an index build reads it (pages of 5,000, newest first);
-* the served search: a :class:`ContextEngine` over each store (as after a restart) whose byte
-  budget (``--history-mb``) is a quarter of the channel's bytes, so the index holds the
-  newest part and every search also pulls the older matches through ``search_candidates``
-  (500): the seconds to build that index from each store, then ``channel_context``'s search
-  for 100 intents, p50/p95.
+* served (``bench._pg_served``): a real ``chanctx run --http`` on each store in turn (SQLite
+  first, then PostgreSQL through ``--database-url``), default ``--history-mb``: restart to
+  ``/readyz`` and to a first answer, Slack reads, then ``--queries`` intents through the query
+  API once the channel's index is built, p50/p95, and how often the two stores' answers
+  agree;
+* with ``--in-process``, also the older in-process measurement: a :class:`ContextEngine` over
+  each store whose byte budget is a quarter of the channel's bytes, 100 intents.
 """
 
 from __future__ import annotations
@@ -41,10 +45,13 @@ from chanctx.bot.core.built_context import ContextSettings
 from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
 from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.core.store_index import PAGE
+from chanctx.bot.launch.options import Options
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.cache import message_bytes, ts_key
 from chanctx.cache.channel_store import (
+    BackfillCursor,
     ChannelStore,
+    CursorSaved,
     MessagePosted,
     PostgresChannelStore,
     SqliteChannelStore,
@@ -56,10 +63,12 @@ from chanctx.tools._index import ChannelIndex
 from chanctx.tools._keywords import keywords
 from chanctx.tools._search import search
 
+from bench._pg_served import identity_lines, serve_both, served_table, warm
 from bench._results import write_section
 from bench.search_speed import Corpus
 from bench.store import QUERIES, TEAM, FastCorpus
-from tests.support.postgres_server import postgres_server
+from bench.store_served import probe_word
+from tests.support.postgres_server import PostgresServer, postgres_server
 
 SECTION = "Channel store on PostgreSQL"
 WRITTEN = 20_000  # the newest messages go in through write(), the rest in bulk
@@ -79,7 +88,8 @@ def _timed(call: Callable[[], Any]) -> float:
 
 
 def _fill(store: ChannelStore, channel: str, batches: list[list[Message]]) -> tuple[float, float]:
-    """Messages a second through post_rows (all but the last WRITTEN) and through write."""
+    """Messages a second through post_rows (all but the last WRITTEN) and through write; then
+    the "history" cursor an import leaves, so a bot serves the channel without asking Slack."""
     tail = min(WRITTEN // len(batches[0]), max(1, len(batches) // 5))  # batches via write
     bulk = written = 0.0
     for batch in batches[:-tail]:
@@ -88,6 +98,8 @@ def _fill(store: ChannelStore, channel: str, batches: list[list[Message]]) -> tu
     for batch in batches[-tail:]:
         events = [MessagePosted(TEAM, m) for m in batch]
         written += _timed(lambda: store.write(events))  # noqa: B023
+    cursor = BackfillCursor(oldest_ts=batches[0][0].ts, complete=True, updated=time.time())
+    store.write([CursorSaved(TEAM, channel, "history", cursor)])
     count = sum(map(len, batches[:-tail]))
     return count / bulk, sum(map(len, batches[-tail:])) / written
 
@@ -171,7 +183,7 @@ def _served(store: ChannelStore, channel: str, budget: int, intents: list[str]) 
     p50, p95 = _percentiles(took)
     del engine, scope
     gc.collect()
-    return {"build": build, "indexed": indexed, "served_p50": p50, "served_p95": p95}
+    return {"build_ip": build, "indexed_ip": indexed, "served_p50": p50, "served_p95": p95}
 
 
 def measure(
@@ -181,13 +193,16 @@ def measure(
     *,
     recall: bool,
     settle: Callable[[], None],
+    in_process: bool,
 ) -> dict[str, float]:
     """One size: fill both stores, then ask both the same things. ``settle`` runs
     PostgreSQL's VACUUM ANALYZE after its fill (what autovacuum does within a minute or two of
     a bulk load; searches before it run several times slower: the planner has no statistics
     and every first read of a fresh row writes its hint bits)."""
-    channel = f"C{size:09d}P"
+    channel = _channel(size)
     batches = list(FastCorpus(seed=size).messages(channel, size))
+    oldest = batches[0][0]  # carries a word only it holds: a restart's first answer asks for it
+    batches[0][0] = oldest.model_copy(update={"text": f"{oldest.text} {probe_word(channel)}"})
     budget = sum(message_bytes(m) for b in batches for m in b) // 4
     sqlite = SqliteChannelStore(sqlite_dir)
     stores: dict[str, ChannelStore] = {"sqlite": sqlite, "pg": pg}
@@ -207,6 +222,8 @@ def measure(
         row[f"{name}_read"] = _timed(lambda: sum(map(len, _pages(store, channel))))  # noqa: B023
         print(f"{size:,}: {name} candidates {row}", flush=True)
     for name, store in stores.items():
+        if not in_process:
+            break
         for key, value in _served(store, channel, budget, intents[:SERVED]).items():
             row[f"{name}_{key}"] = value
         print(f"{size:,}: {name} served {row}", flush=True)
@@ -218,55 +235,102 @@ def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.store_postgres")
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--recall-up-to", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=50, help="intents asked of each bot")
+    parser.add_argument(
+        "--in-process", action="store_true",
+        help="also the in-process ContextEngine search at a quarter of the channel's bytes",
+    )  # fmt: skip
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="chanctx-bench-pg-"))
     server = postgres_server(Path(tempfile.mkdtemp(prefix="chanctx-bench-pg-server-")), fsync=True)
     rows: list[dict[str, float]] = []
     started = time.perf_counter()
+    intents = Corpus(seed=11).intents(args.queries)
     try:
-        pg = PostgresChannelStore(server.url, schema="bench", statement_timeout=600.0)
+        warm(workdir)
         for size in args.sizes:
-            row = measure(
-                size, pg, workdir / f"sqlite-{size}", recall=size <= args.recall_up_to,
-                settle=lambda: _vacuum(server.url),
-            )  # fmt: skip
+            url = _database(server, size)
+            pg = PostgresChannelStore(url, statement_timeout=600.0)  # the bot's own schema
+            try:
+                row = measure(
+                    size, pg, workdir / f"sqlite-{size}" / "data",
+                    recall=size <= args.recall_up_to, settle=lambda: _vacuum(url),  # noqa: B023
+                    in_process=args.in_process,
+                )  # fmt: skip
+            finally:
+                pg.close()
+            row |= serve_both(workdir, _channel(size), size, intents, url)
             rows.append(row)
             print(f"{size:,}: {row}", flush=True)
+            shutil.rmtree(workdir / f"sqlite-{size}", ignore_errors=True)  # the disk for the next
             if not args.no_write:  # each size as it is done: a long run keeps what it measured
-                write_section(SECTION, report(rows, time.perf_counter() - started))
-        pg.close()
+                write_section(SECTION, report(rows, time.perf_counter() - started, args))
     finally:
         server.stop("fast")
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(server.workdir, ignore_errors=True)
-    print(report(rows, time.perf_counter() - started))
+    print(report(rows, time.perf_counter() - started, args))
     return 0
+
+
+def _channel(size: int) -> str:
+    return f"C{size:09d}P"
+
+
+def _database(server: PostgresServer, size: int) -> str:
+    """A database of its own for each size (the bot opens the default schema, ``chanctx``)."""
+    with server.admin() as conn:
+        conn.execute(f"CREATE DATABASE bench_{size}")
+    return server.url.rsplit("/", 1)[0] + f"/bench_{size}"
 
 
 def _vacuum(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE bench.messages")
+        conn.execute("VACUUM ANALYZE chanctx.messages")
 
 
 def _pair(r: dict[str, float], key: str, scale: float = 1e3, digits: int = 0) -> str:
     return " / ".join(f"{r[f'{s}_{key}'] * scale:,.{digits}f}" for s in STORES)
 
 
-def report(rows: list[dict[str, float]], seconds: float) -> str:
+def report(rows: list[dict[str, float]], seconds: float, args: argparse.Namespace) -> str:
+    sizes = " ".join(str(int(r["size"])) for r in rows)
+    command = f"python -m bench.store_postgres --sizes {sizes} --queries {args.queries}" + (
+        " --in-process" if args.in_process else ""
+    )
     lines = [
-        "`python -m bench.store_postgres`: one channel of each size (bench.store's synthetic "
-        "engineering chat) in both stores in the same run: PostgreSQL 15 on loopback (the "
-        "suite's server, default settings, fsync on) and SQLite (WAL, synchronous=FULL). Each "
-        "cell is **SQLite / PostgreSQL**.",
+        f"`{command}`: one channel of each size (bench.store's synthetic engineering chat) in "
+        "both stores in the same run: PostgreSQL on loopback (the suite's server, default "
+        "settings, fsync on) and SQLite (WAL, synchronous=FULL).",
         "",
-        f"Ingest: all but the newest {WRITTEN:,} messages through `bulk.post_rows` (10,000 a "
-        "transaction: SQLite's bulk insert, PostgreSQL's COPY), the newest through `write` "
-        "(10,000 events a transaction); then PostgreSQL's `VACUUM ANALYZE` of the table "
-        "(what autovacuum does after a bulk load; its seconds are below). Candidates: `search_candidates(..., 200)` for 200 "
-        "intents' keywords; recall = the share of the in-memory ranking's top 10 (whole "
-        "channel) the 200 hold. Read: the whole channel in pages of 5,000, newest first, as an "
-        "index build reads it.",
+        f"Served: a real `chanctx run --http` on each store in turn at each size (SQLite: its "
+        "data dir holds the store; PostgreSQL: `--database-url`, an empty data dir), default "
+        f"`--history-mb` ({Options().history_mb}), against the loopback fakes, bytecode cached "
+        "as installed. The restart is `bench.store_restart`'s: seconds from spawn to "
+        "`/readyz` 200 and to a first answer, a query API question for a word only the "
+        "channel's oldest message holds; RssAnon after it. Then the bot is started once more, "
+        "asked once (its index build starts), and once the log says the index is built (the "
+        "newest messages that fit `--history-mb`; older ones come from `search_candidates` "
+        f"before each search) asked {args.queries} intents through the query API "
+        '(`POST /api/context/query`, JSON, `type_filters: ["message"]`, HTTP included). '
+        "Slack history reads count both starts.",
+        "",
+        *served_table(rows),
+        "",
+        "The same intents' answers from the two stores: the first 10 blocks' ids (identical: "
+        "the same blocks in the same order). The ranking code is the same; a difference comes "
+        "from the candidates query (FTS5's `bm25()` against PostgreSQL's full text).",
+        "",
+        *identity_lines(rows),
+        "",
+        "Ingest and candidates, each cell **SQLite / PostgreSQL**: all but the newest "
+        f"{WRITTEN:,} messages through `bulk.post_rows` (10,000 a transaction: SQLite's bulk "
+        "insert, PostgreSQL's COPY), the newest through `write` (10,000 events a transaction); "
+        "then PostgreSQL's `VACUUM ANALYZE` of the table (what autovacuum does after a bulk "
+        "load). Candidates: `search_candidates(..., 200)` for 200 intents' keywords; recall = "
+        "the share of the in-memory ranking's top 10 (whole channel) the 200 hold. Read: the "
+        "whole channel in pages of 5,000, newest first, as an index build reads it.",
         "",
         "| messages | ingest bulk (msg/s) | ingest write (msg/s) | candidates p50 (ms) | "
         "candidates p95 (ms) | recall@10 of candidates | read whole channel (s) |",
@@ -282,33 +346,24 @@ def report(rows: list[dict[str, float]], seconds: float) -> str:
             f"{_pair(r, 'read', 1, 1)} |"
         )
     settles = ", ".join(f"{r['pg_settle']:.1f} s at {int(r['size']):,}" for r in rows)
-    lines += [
-        "",
-        f"PostgreSQL's VACUUM ANALYZE after the fill: {settles}. Before it, the first "
-        "searches of a freshly loaded channel ran several times slower (measured by hand at "
-        "20,000 messages: p95 0.8-1.1 s against 0.04-0.12 s after it): the planner has no "
-        "statistics yet and the first read of each new row writes its hint bits.",
-        "",
-        f"Served search: a `ContextEngine` over each store, as after a restart, its byte budget "
-        "(`--history-mb`) a quarter of the channel's bytes: the index is built from the store "
-        "(the newest messages that fit), then `channel_context`'s search (top 25) for "
-        f"{SERVED} intents, each pulling the older matches through `search_candidates` (500) "
-        "before ranking.",
-        "",
-        "| messages | indexed | index build (s) | served search p50 (ms) | served search p95 (ms) |",
-        "|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {int(r['size']):,} | {_pair(r, 'indexed', 1)} | {_pair(r, 'build', 1, 1)} | "
-            f"{_pair(r, 'served_p50', digits=1)} | {_pair(r, 'served_p95', digits=1)} |"
-        )
-    lines += [
-        "",
-        f"Run time {seconds:.0f} s. The machine's 2 cores were shared with other work during "
-        "the run: the latencies are noisy; compare within a row, where both stores ran side "
-        "by side.",
-    ]
+    lines += ["", f"PostgreSQL's VACUUM ANALYZE after the fill: {settles}."]
+    if args.in_process:
+        lines += [
+            "",
+            "In process: a `ContextEngine` over each store, its byte budget a quarter of the "
+            "channel's bytes: the index built from the store, then `channel_context`'s search "
+            f"(top 25) for {SERVED} intents, each pulling `search_candidates` (500) first.",
+            "",
+            "| messages | indexed | index build (s) | search p50 (ms) | search p95 (ms) |",
+            "|---:|---:|---:|---:|---:|",
+        ]
+        for r in rows:
+            lines.append(
+                f"| {int(r['size']):,} | {_pair(r, 'indexed_ip', 1)} | "
+                f"{_pair(r, 'build_ip', 1, 1)} | {_pair(r, 'served_p50', digits=1)} | "
+                f"{_pair(r, 'served_p95', digits=1)} |"
+            )
+    lines += ["", f"Run time {seconds:.0f} s."]
     return "\n".join(lines)
 
 

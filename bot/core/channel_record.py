@@ -215,10 +215,10 @@ class ChannelRecord:
         return self.store.messages(self.team, channel, limit=limit)
 
     def thread(self, channel: str, root_ts: str) -> tuple[Message | None, list[Message]]:
-        root = self.store.get(self.team, channel, root_ts)
+        root, replies = self.store.thread(self.team, channel, root_ts)  # one read
         if root is not None and root.deleted and not root.reply_count:
             root = None
-        return root, self.store.replies(self.team, channel, root_ts)
+        return root, replies
 
     def warmed(self, channel: str, messages: Sequence[Message], *, limit: int) -> None:
         """A page of ``conversations.history``: stored with its cursor in one batch."""

@@ -30,7 +30,8 @@ from psycopg.rows import TupleRow
 
 __all__ = ["PgReads"]
 
-_SELECT = "SELECT ts, thread_ts, user_id, text, reply_count, flags, more FROM messages"
+_COLUMNS = "ts, thread_ts, user_id, text, reply_count, flags, more"
+_SELECT = f"SELECT {_COLUMNS} FROM messages"
 _TIMELINE = "(thread_key IS NULL OR thread_key = ts_key OR flags & 16 != 0)"
 _TABLES = ("channels", "users", "messages", "pins", "files", "cursors")
 
@@ -130,6 +131,30 @@ class PgReads:
             (chan, root, root),
         )
         return [message_from_row(channel, *row) for row in rows]
+
+    def thread(
+        self, team: str, channel: str, thread_ts: str
+    ) -> tuple[Message | None, list[Message]]:
+        """``get`` of the root (a tombstone included) and ``replies``, in one statement: a
+        served answer reads each of its threads older than the history this way, and over a
+        loaded machine's loopback each statement is a round trip of a millisecond or more."""
+        chan = self._chan(team, channel)
+        if chan is None:
+            return None, []
+        root = ts_key(thread_ts)
+        rows = self._query(
+            f"SELECT root, {_COLUMNS} FROM ("
+            f"SELECT true AS root, ts_key, {_COLUMNS} FROM messages WHERE chan = %s "
+            "AND ts_key = %s UNION ALL "
+            f"SELECT false, ts_key, {_COLUMNS} FROM messages WHERE chan = %s "
+            "AND thread_key = %s AND ts_key != %s AND NOT deleted"
+            ") t ORDER BY root DESC, ts_key",
+            (chan, root, chan, root, root),
+        )
+        found = [message_from_row(channel, *row[1:]) for row in rows]
+        if rows and rows[0][0]:
+            return found[0], found[1:]
+        return None, found
 
     def iter_messages(
         self, team: str, channel: str, *, batch: int = 10_000

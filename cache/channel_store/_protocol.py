@@ -64,6 +64,10 @@ class ChannelStore(Protocol):
 
     def replies(self, team: str, channel: str, thread_ts: str) -> list[Message]: ...
 
+    def thread(
+        self, team: str, channel: str, thread_ts: str
+    ) -> tuple[Message | None, list[Message]]: ...
+
     def iter_messages(
         self, team: str, channel: str, *, batch: int = 10_000
     ) -> Iterator[list[Message]]: ...

@@ -161,6 +161,12 @@ class Reads:
         )
         return [message_from_row(channel, *row) for row in rows]
 
+    def thread(
+        self, team: str, channel: str, thread_ts: str
+    ) -> tuple[Message | None, list[Message]]:
+        """``get`` of the root (a tombstone included) and ``replies``: two reads in process."""
+        return self.get(team, channel, thread_ts), self.replies(team, channel, thread_ts)
+
     def iter_messages(
         self, team: str, channel: str, *, batch: int = 10_000
     ) -> Iterator[list[Message]]:

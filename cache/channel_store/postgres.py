@@ -25,6 +25,7 @@ import logging
 import re
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -49,6 +50,7 @@ __all__ = ["PostgresChannelStore", "StoreUnavailable"]
 log = logging.getLogger("chanctx.cache.channel_store")
 
 _DAY = 86_400
+_FRESH = 0.25  # seconds a connection that just ran a statement is trusted without a check
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _TEAM_LOCKS = 0x63637332  # the advisory lock space of per-team write locks
 
@@ -94,6 +96,10 @@ class PostgresChannelStore(PgReads):
         self._erase_interval = erase_interval
         self._last_erase = float("-inf")
         self._erase_lock = threading.Lock()
+        self._used: weakref.WeakKeyDictionary[psycopg.Connection[TupleRow], float] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._used_lock = threading.Lock()
         timeout_ms = int(statement_timeout * 1000)
         self._pool: ConnectionPool[psycopg.Connection[TupleRow]] = ConnectionPool(
             url,
@@ -106,7 +112,7 @@ class PostgresChannelStore(PgReads):
             min_size=1,
             max_size=max(1, pool_size),
             timeout=connect_timeout,
-            check=ConnectionPool.check_connection,
+            check=self._check,
             open=False,
             name=f"chanctx-{schema}",
         )
@@ -129,6 +135,20 @@ class PostgresChannelStore(PgReads):
     def _connection(self) -> Iterator[psycopg.Connection[TupleRow]]:
         with self._pool.connection() as conn:
             yield conn
+            with self._used_lock:  # not after a failure: then the next use checks it
+                self._used[conn] = time.monotonic()
+
+    def _check(self, conn: psycopg.Connection[TupleRow]) -> None:
+        """The pool's check of a connection before it hands it out (one round trip; a dead
+        one is dropped and another taken), skipped for a connection that ran a statement in
+        the last :data:`_FRESH` seconds: a served answer runs several statements back to back,
+        and checking before each doubled its round trips. A database gone within that window
+        fails the statement instead, as it would between a check and its statement."""
+        with self._used_lock:
+            used = self._used.get(conn)
+        if used is not None and time.monotonic() - used < _FRESH:
+            return
+        ConnectionPool.check_connection(conn)
 
     # -- writes -------------------------------------------------------------------------------
 

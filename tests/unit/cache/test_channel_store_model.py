@@ -261,6 +261,8 @@ class StoreMachine(RuleBasedStateMachine):
                     assert root is not None
                     expected_replies = [m for m in live if m.is_reply and m.thread_ts == root]
                     assert self.store.replies(team, channel, root) == expected_replies
+                    stored_root = self.store.get(team, channel, root)
+                    assert self.store.thread(team, channel, root) == (stored_root, expected_replies)
                 timeline = [m for m in live if m.in_channel]
                 assert self.store.messages(team, channel, scope="timeline") == timeline
         for team, channel in {(k[0], k[1]) for k in self.model.messages}:
