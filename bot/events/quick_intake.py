@@ -16,15 +16,15 @@ runs for one event:
   message is recorded idempotently, so a retry of it needs none);
 - what each event means (``intake``) and what it stores, each event's records queued for the
   commit thread as a submission of its own, in order (one malformed event fails alone);
-- once the commits holding them are done: an event not stored (an ``OSError``) is refused
-  with ``STORE_FAILED`` so Slack delivers it again (a deduped one's id is forgotten so the
-  retry gets through), the others are applied to the caches in order, reactions counted as
-  votes; the answers are all set with one wake-up of the event loop.
+- once the commits holding them are done (the thread waits for them): an event not stored (an
+  ``OSError``) is refused with ``STORE_FAILED`` so Slack delivers it again (a deduped one's id
+  is forgotten so the retry gets through), the others are applied to the caches in order,
+  reactions counted as votes; the answers are all set with one wake-up of the event loop.
 
-The thread does not wait for a batch's commit before taking the next: while the commit
-thread writes and fsyncs one batch, this one decides and queues the next (the store applies
-them in the order queued), and settles the batches in the order they came, each as soon as
-its commits are done. Nothing is answered, nor applied to the caches, before its commit.
+While the thread waits for a commit, the events that arrive queue up and make the next batch,
+and so the next group commit, larger. Deciding the next batch while the last one commits was
+tried and measured slower, at more CPU an event (docs/design.md, "The quick intake waits for
+its commit"). Nothing is answered, nor applied to the caches, before its commit.
 
 Everything else (mentions, DMs, the assistant pane, commands, url_verification, installs,
 replicas' change stream, a workspace whose runtime is not running yet) goes through Bolt.
@@ -38,7 +38,6 @@ import asyncio
 import logging
 import queue
 import threading
-from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -101,18 +100,6 @@ class _Waiting:
     count: int = 0  # store events in that submission
 
 
-@dataclass(slots=True)
-class _Batch:
-    """One intake pass: its events queued for commits, settled (applied, answered) in order."""
-
-    taken: list[_Waiting]
-    last: list[Future[WriteResult]]  # each workspace's last submission
-
-    def committed(self) -> bool:
-        # The committer sets its futures in the order they were queued.
-        return all(future.done() for future in self.last)
-
-
 class QuickIntake:
     """``await take(envelope)``: the status answered for an event recorded here, or None when
     the envelope is Bolt's to dispatch."""
@@ -120,8 +107,8 @@ class QuickIntake:
     def __init__(self, running: RunningRuntime) -> None:
         self._running = running
         # A SimpleQueue: its put and get are C, where a Condition's notify and wait run
-        # Python on both threads for every event. None: a commit finished (a wake-up).
-        self._queue: queue.SimpleQueue[_Waiting | None] = queue.SimpleQueue()
+        # Python on both threads for every event.
+        self._queue: queue.SimpleQueue[_Waiting] = queue.SimpleQueue()
         self._start = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -150,56 +137,37 @@ class QuickIntake:
                 self._thread.start()
 
     def _taken(self) -> list[_Waiting]:
-        """What waits, up to ``MAX_BATCH`` (blocks until something comes: events, or a commit
-        finished, which returns what came with it, maybe nothing)."""
-        first = self._queue.get()
-        taken = [] if first is None else [first]
+        """What waits, at least one: all of it, up to ``MAX_BATCH``."""
+        taken = [self._queue.get()]
         while len(taken) < MAX_BATCH:
             try:
-                more = self._queue.get_nowait()
+                taken.append(self._queue.get_nowait())
             except queue.Empty:
                 break
-            if more is not None:
-                taken.append(more)
         return taken
 
     def _run(self) -> None:
-        """Queue each batch for its commits and take the next while they run; settle the
-        batches in the order they came, each once its commits are done."""
-        waiting: deque[_Batch] = deque()
+        """Take what waits, queue it for its commits, wait for them, settle it; again."""
         while True:
-            taken = self._taken()
-            if taken:
-                waiting.append(self._queued(taken))
-            while waiting and waiting[0].committed():
-                _settle(waiting.popleft())
+            _settle(self._queued(self._taken()))
 
-    def _queued(self, taken: list[_Waiting]) -> _Batch:
+    def _queued(self, taken: list[_Waiting]) -> list[_Waiting]:
         by_runtime: dict[int, list[_Waiting]] = {}
         for waiting in taken:
             by_runtime.setdefault(id(waiting.runtime), []).append(waiting)
-        last: list[Future[WriteResult]] = []
         for share in by_runtime.values():
             try:
-                queued = _queue_share(share)
+                _queue_share(share)
             except Exception as error:  # a dedup lookup failed: nothing is known stored
                 logger.error("could not take %d events, so they are refused: %s", len(share), error)
                 for waiting in share:
                     waiting.status, waiting.action, waiting.stored = STORE_FAILED, None, None
-                continue
-            if queued is not None:
-                queued.add_done_callback(self._wake)
-                last.append(queued)
-        return _Batch(taken, last)
-
-    def _wake(self, _: object) -> None:
-        self._queue.put(None)
+        return taken
 
 
-def _queue_share(share: list[_Waiting]) -> Future[WriteResult] | None:
+def _queue_share(share: list[_Waiting]) -> None:
     """One workspace's share of a batch: deduped, decided, each event's records queued for
-    the commit thread as its own submission (so one malformed event fails alone); the last
-    submission's future."""
+    the commit thread as its own submission (so one malformed event fails alone)."""
     runtime = share[0].runtime
     engine = runtime.engine
     parts: list[list[StoreEvent]] = []
@@ -223,7 +191,7 @@ def _queue_share(share: list[_Waiting]) -> Future[WriteResult] | None:
                 owners.append(waiting)
         waiting.action = action
     if not parts:
-        return None
+        return
     assert engine.record is not None
     try:
         futures = engine.record.opened.queue_each(parts)
@@ -231,17 +199,17 @@ def _queue_share(share: list[_Waiting]) -> Future[WriteResult] | None:
         logger.error("could not store %d events, so they are refused: %s", len(parts), error)
         for waiting in owners:
             _refuse(waiting)
-        return None
+        return
     for waiting, part, future in zip(owners, parts, futures, strict=True):
         waiting.stored, waiting.count = future, len(part)
-    return futures[-1]
 
 
-def _settle(batch: _Batch) -> None:
-    """A batch whose commits are done: each event's outcome (refused, or applied to the
-    caches in order), then the answers, all with one wake-up of each event loop."""
+def _settle(taken: list[_Waiting]) -> None:
+    """Once a batch's commits are done (waited for here): each event's outcome (refused, or
+    applied to the caches in order), then the answers, all with one wake-up of each event
+    loop."""
     by_runtime: dict[int, list[_Waiting]] = {}
-    for waiting in batch.taken:
+    for waiting in taken:
         by_runtime.setdefault(id(waiting.runtime), []).append(waiting)
     for share in by_runtime.values():
         engine = share[0].runtime.engine
@@ -260,7 +228,7 @@ def _settle(batch: _Batch) -> None:
             if waiting.action is not None and waiting.status == 200:
                 _apply(waiting)
     by_loop: dict[asyncio.AbstractEventLoop, list[_Waiting]] = {}
-    for waiting in batch.taken:
+    for waiting in taken:
         by_loop.setdefault(waiting.answer.get_loop(), []).append(waiting)
     for loop, answered in by_loop.items():
         try:
