@@ -212,6 +212,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--previous", default=PREVIOUS, help="the quick path one change back")
     parser.add_argument("--no-before", action="store_true", help="skip the --before runs")
     parser.add_argument("--no-previous", action="store_true", help="skip the --previous runs")
+    parser.add_argument("--no-tmpfs", action="store_true", help="skip the run on /dev/shm")
     parser.add_argument("--plain", action="store_true", help="add a run without httptools")
     parser.add_argument("--no-write", action="store_true", help="print, leave RESULTS.md")
     args = parser.parse_args(argv)
@@ -232,7 +233,8 @@ def main(argv: Sequence[str]) -> int:
         if not args.no_before:
             old = checkout(args.before, root)
             runs.append(run_one("before, on disk", root / "old", bodies, senders, (plain, old)))
-        runs.append(run_one("now, tmpfs", shm / "now", bodies, senders, ()))
+        if not args.no_tmpfs:
+            runs.append(run_one("now, tmpfs", shm / "now", bodies, senders, ()))
         if args.plain:
             runs.append(
                 run_one("now, plain uvicorn, on disk", root / "plain", bodies, senders, (plain,))
