@@ -14,17 +14,19 @@ runs for one event:
 
 - dedup of Slack's retries (``first_delivery``) for the events the middleware dedups (a
   message is recorded idempotently, so a retry of it needs none);
-- what each event means (``intake``) and what it stores, each event's records queued for the
-  commit thread as a submission of its own, in order (one malformed event fails alone);
-- once the commits holding them are done (the thread waits for them): an event not stored (an
-  ``OSError``) is refused with ``STORE_FAILED`` so Slack delivers it again (a deduped one's id
-  is forgotten so the retry gets through), the others are applied to the caches in order,
-  reactions counted as votes; the answers are all set with one wake-up of the event loop.
+- what each event means (``intake``) and what it stores, written by this thread in one
+  transaction, each event's records a part of its own (``write_parts``: one malformed event
+  fails alone);
+- once committed: an event not stored (an ``OSError``) is refused with ``STORE_FAILED`` so
+  Slack delivers it again (a deduped one's id is forgotten so the retry gets through), the
+  others are applied to the caches in order, reactions counted as votes; the answers are all
+  set with one wake-up of the event loop.
 
-While the thread waits for a commit, the events that arrive queue up and make the next batch,
-and so the next group commit, larger. Deciding the next batch while the last one commits was
-tried and measured slower, at more CPU an event (docs/design.md, "The quick intake waits for
-its commit"). Nothing is answered, nor applied to the caches, before its commit.
+While the thread commits, the events that arrive queue up and make the next batch, and so the
+next commit, larger. Deciding the next batch while the last one commits was tried and measured
+slower, at more CPU an event; so was handing each batch to the store's writer thread and
+waiting for it (docs/design.md, "The quick intake commits its own batch"). Nothing is
+answered, nor applied to the caches, before its commit.
 
 Everything else (mentions, DMs, the assistant pane, commands, url_verification, installs,
 replicas' change stream, a workspace whose runtime is not running yet) goes through Bolt.
@@ -39,7 +41,6 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -47,7 +48,7 @@ from chanctx.bot.core.channel_record import store_events
 from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.slack.envelope import STORE_FAILED, describe_error
 from chanctx.bot.slack.intake import IntakeAction, intake
-from chanctx.cache.channel_store import StoreEvent, WriteResult
+from chanctx.cache.channel_store import StoreEvent
 from slack_bolt.request.internals import extract_team_id
 
 __all__ = ["NO_LISTENER_CHANNELS", "QuickIntake", "record_alone"]
@@ -96,8 +97,6 @@ class _Waiting:
     answer: asyncio.Future[int]
     status: int = field(default=200)
     action: IntakeAction | None = None  # None: nothing to apply (a retry, or it failed)
-    stored: Future[WriteResult] | None = None  # its submission to the commit thread
-    count: int = 0  # store events in that submission
 
 
 class QuickIntake:
@@ -147,27 +146,29 @@ class QuickIntake:
         return taken
 
     def _run(self) -> None:
-        """Take what waits, queue it for its commits, wait for them, settle it; again."""
+        """Take what waits, store it (one commit a workspace's share), apply it, answer it;
+        again."""
         while True:
-            _settle(self._queued(self._taken()))
+            taken = self._taken()
+            by_runtime: dict[int, list[_Waiting]] = {}
+            for waiting in taken:
+                by_runtime.setdefault(id(waiting.runtime), []).append(waiting)
+            for share in by_runtime.values():
+                try:
+                    _record(share)
+                except Exception as error:  # a dedup lookup failed: nothing is known stored
+                    logger.error(
+                        "could not take %d events, so they are refused: %s", len(share), error
+                    )
+                    for waiting in share:
+                        waiting.status, waiting.action = STORE_FAILED, None
+            _answer(taken)
 
-    def _queued(self, taken: list[_Waiting]) -> list[_Waiting]:
-        by_runtime: dict[int, list[_Waiting]] = {}
-        for waiting in taken:
-            by_runtime.setdefault(id(waiting.runtime), []).append(waiting)
-        for share in by_runtime.values():
-            try:
-                _queue_share(share)
-            except Exception as error:  # a dedup lookup failed: nothing is known stored
-                logger.error("could not take %d events, so they are refused: %s", len(share), error)
-                for waiting in share:
-                    waiting.status, waiting.action, waiting.stored = STORE_FAILED, None, None
-        return taken
 
-
-def _queue_share(share: list[_Waiting]) -> None:
-    """One workspace's share of a batch: deduped, decided, each event's records queued for
-    the commit thread as its own submission (so one malformed event fails alone)."""
+def _record(share: list[_Waiting]) -> None:
+    """One workspace's share of a batch: deduped, decided, stored in one commit on this thread
+    (each event's records a part of its own, so one malformed event fails alone, and a
+    refused one is answered ``STORE_FAILED``), then applied to the caches in order."""
     runtime = share[0].runtime
     engine = runtime.engine
     parts: list[list[StoreEvent]] = []
@@ -190,43 +191,22 @@ def _queue_share(share: list[_Waiting]) -> None:
                 parts.append(stored)
                 owners.append(waiting)
         waiting.action = action
-    if not parts:
-        return
-    assert engine.record is not None
-    try:
-        futures = engine.record.opened.queue_each(parts)
-    except RuntimeError as error:  # closing: nothing more is stored
-        logger.error("could not store %d events, so they are refused: %s", len(parts), error)
-        for waiting in owners:
-            _refuse(waiting)
-        return
-    for waiting, part, future in zip(owners, parts, futures, strict=True):
-        waiting.stored, waiting.count = future, len(part)
+    if parts:
+        assert engine.record is not None
+        failures = engine.record.opened.write_parts(parts)
+        for waiting, failed in zip(owners, failures, strict=True):
+            if isinstance(failed, OSError):
+                _refuse(waiting)
+            elif failed is not None:
+                _malformed(failed)
+                waiting.action = None
+    for waiting in share:
+        if waiting.action is not None and waiting.status == 200:
+            _apply(waiting)
 
 
-def _settle(taken: list[_Waiting]) -> None:
-    """Once a batch's commits are done (waited for here): each event's outcome (refused, or
-    applied to the caches in order), then the answers, all with one wake-up of each event
-    loop."""
-    by_runtime: dict[int, list[_Waiting]] = {}
-    for waiting in taken:
-        by_runtime.setdefault(id(waiting.runtime), []).append(waiting)
-    for share in by_runtime.values():
-        engine = share[0].runtime.engine
-        queued = [waiting for waiting in share if waiting.stored is not None]
-        if queued and engine.record is not None:
-            outcomes = engine.record.opened.settle(
-                [(w.stored, w.count) for w in queued if w.stored is not None]
-            )
-            for waiting, failed in zip(queued, outcomes, strict=True):
-                if isinstance(failed, OSError):
-                    _refuse(waiting)
-                elif failed is not None:
-                    _malformed(failed)
-                    waiting.action = None
-        for waiting in share:
-            if waiting.action is not None and waiting.status == 200:
-                _apply(waiting)
+def _answer(taken: list[_Waiting]) -> None:
+    """Every answer of a batch, with one wake-up of each event loop."""
     by_loop: dict[asyncio.AbstractEventLoop, list[_Waiting]] = {}
     for waiting in taken:
         by_loop.setdefault(waiting.answer.get_loop(), []).append(waiting)
