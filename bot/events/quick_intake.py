@@ -23,10 +23,11 @@ runs for one event:
   set with one wake-up of the event loop.
 
 While the thread commits, the events that arrive queue up and make the next batch, and so the
-next commit, larger. Deciding the next batch while the last one commits was tried and measured
-slower, at more CPU an event; so was handing each batch to the store's writer thread and
-waiting for it (docs/design.md, "The quick intake commits its own batch"). Nothing is
-answered, nor applied to the caches, before its commit.
+next commit, larger. Deciding the next batch while the last one commits was tried and cost
+more CPU an event, without a steady gain in rate; handing each batch to the store's writer
+thread and waiting for it bought no overlap either, only a wake-up each way and a ``Future``
+an event (docs/design.md, "The quick intake commits its own batch"). Nothing is answered, nor
+applied to the caches, before its commit.
 
 Everything else (mentions, DMs, the assistant pane, commands, url_verification, installs,
 replicas' change stream, a workspace whose runtime is not running yet) goes through Bolt.
