@@ -17,7 +17,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
 from typing import Any
 
 from chanctx.bot.core.backfill_plan import GAP, gap_after, loaded_cursors
@@ -32,11 +31,13 @@ from chanctx.cache.channel_store import (
     MessageDeleted,
     MessageEdited,
     MessagePosted,
+    PartOutcomes,
     PinChanged,
     ReactionChanged,
     StoreEvent,
     UserNamed,
     WriteResult,
+    write_parts,
 )
 from chanctx.context import Message
 
@@ -70,38 +71,49 @@ class OpenStore:
         they were not stored."""
         if not events:
             return
-        (failed,) = self.settle([(self._committer.submit_nowait(events), len(events))])
+        outcome: WriteResult | Exception
+        try:
+            outcome = self._committer.submit(events)
+        except Exception as error:
+            outcome = error
+        (failed,) = self._settled([outcome], [len(events)])
         if failed is not None:
             raise failed
 
-    def queue_each(self, parts: Sequence[Sequence[StoreEvent]]) -> list[Future[WriteResult]]:
-        """Queue each of ``parts`` for the next commits, in order, without waiting (the quick
-        intake prepares its next batch meanwhile); then ``settle`` them, in order."""
-        return self._committer.submit_each(parts)
+    def write_parts(self, parts: Sequence[Sequence[StoreEvent]]) -> list[Exception | None]:
+        """Commit ``parts`` (each one event's records, in order) in one transaction on this
+        thread (``write_parts``: a batch of one's own needs no writer thread); for each
+        part, None when stored, an OSError when not (refuse its events: what :meth:`write`
+        raises), another exception when one of its events was malformed."""
+        outcomes: PartOutcomes
+        if self._closed:
+            outcomes = [OSError("the channel store is closed")] * len(parts)
+        else:
+            try:
+                outcomes = write_parts(self.store, parts)
+            except Exception as error:  # the disk refused the whole batch
+                outcomes = [error] * len(parts)
+        return self._settled(outcomes, [len(part) for part in parts])
 
-    def settle(self, pending: Sequence[tuple[Future[WriteResult], int]]) -> list[Exception | None]:
-        """Wait for each submission (its future, how many events it holds), in order; for
-        each, None when stored, an OSError when not (refuse its events: what :meth:`write`
-        raises), another exception when one of its events was malformed. One log line for
-        all the refused."""
-        outcomes: list[Exception | None] = []
+    def _settled(self, outcomes: PartOutcomes, counts: Sequence[int]) -> list[Exception | None]:
+        """Each part's failure (None: stored); the health and the size bound kept; one log
+        line for all the refused."""
+        failures: list[Exception | None] = []
         stored = refused = 0
         problem: str | None = None
-        for future, count in pending:
-            try:
-                future.result()
-            except OSError as error:
-                outcomes.append(error)
-                refused, problem = refused + count, str(error)
-            except sqlite3.Error as error:  # an I/O error SQLite does not call "full"
-                why = f"channel store: {error}"
-                outcomes.append(OSError(why))
-                refused, problem = refused + count, why
-            except Exception as error:
-                outcomes.append(error)
-            else:
-                outcomes.append(None)
+        for outcome, count in zip(outcomes, counts, strict=True):
+            if isinstance(outcome, WriteResult):
+                failures.append(None)
                 stored, problem = stored + count, None
+            elif isinstance(outcome, OSError):
+                failures.append(outcome)
+                refused, problem = refused + count, str(outcome)
+            elif isinstance(outcome, sqlite3.Error):  # an I/O error SQLite does not call "full"
+                problem = f"channel store: {outcome}"
+                failures.append(OSError(problem))
+                refused += count
+            else:
+                failures.append(outcome)
         if refused:
             logger.error("refused %d events: %s", refused, problem)
         due = False
@@ -114,7 +126,7 @@ class OpenStore:
                 self._written = 0
         if due:
             self.maintain()
-        return outcomes
+        return failures
 
     def write_later(self, events: Sequence[StoreEvent]) -> None:
         """For what need not be acknowledged (a name learned, a page fetched): queued for the

@@ -14,17 +14,20 @@ runs for one event:
 
 - dedup of Slack's retries (``first_delivery``) for the events the middleware dedups (a
   message is recorded idempotently, so a retry of it needs none);
-- what each event means (``intake``) and what it stores, each event's records queued for the
-  commit thread as a submission of its own, in order (one malformed event fails alone);
-- once the commits holding them are done: an event not stored (an ``OSError``) is refused
-  with ``STORE_FAILED`` so Slack delivers it again (a deduped one's id is forgotten so the
-  retry gets through), the others are applied to the caches in order, reactions counted as
-  votes; the answers are all set with one wake-up of the event loop.
+- what each event means (``intake``) and what it stores, written by this thread in one
+  transaction, each event's records a part of its own (``write_parts``: one malformed event
+  fails alone);
+- once committed: an event not stored (an ``OSError``) is refused with ``STORE_FAILED`` so
+  Slack delivers it again (a deduped one's id is forgotten so the retry gets through), the
+  others are applied to the caches in order, reactions counted as votes; the answers are all
+  set with one wake-up of the event loop.
 
-The thread does not wait for a batch's commit before taking the next: while the commit
-thread writes and fsyncs one batch, this one decides and queues the next (the store applies
-them in the order queued), and settles the batches in the order they came, each as soon as
-its commits are done. Nothing is answered, nor applied to the caches, before its commit.
+While the thread commits, the events that arrive queue up and make the next batch, and so the
+next commit, larger. Deciding the next batch while the last one commits was tried and cost
+more CPU an event, without a steady gain in rate; handing each batch to the store's writer
+thread and waiting for it bought no overlap either, only a wake-up each way and a ``Future``
+an event (docs/design.md, "The quick intake commits its own batch"). Nothing is answered, nor
+applied to the caches, before its commit.
 
 Everything else (mentions, DMs, the assistant pane, commands, url_verification, installs,
 replicas' change stream, a workspace whose runtime is not running yet) goes through Bolt.
@@ -38,9 +41,7 @@ import asyncio
 import logging
 import queue
 import threading
-from collections import deque
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -48,7 +49,7 @@ from chanctx.bot.core.channel_record import store_events
 from chanctx.bot.core.runtime import Runtime
 from chanctx.bot.slack.envelope import STORE_FAILED, describe_error
 from chanctx.bot.slack.intake import IntakeAction, intake
-from chanctx.cache.channel_store import StoreEvent, WriteResult
+from chanctx.cache.channel_store import StoreEvent
 from slack_bolt.request.internals import extract_team_id
 
 __all__ = ["NO_LISTENER_CHANNELS", "QuickIntake", "record_alone"]
@@ -97,20 +98,6 @@ class _Waiting:
     answer: asyncio.Future[int]
     status: int = field(default=200)
     action: IntakeAction | None = None  # None: nothing to apply (a retry, or it failed)
-    stored: Future[WriteResult] | None = None  # its submission to the commit thread
-    count: int = 0  # store events in that submission
-
-
-@dataclass(slots=True)
-class _Batch:
-    """One intake pass: its events queued for commits, settled (applied, answered) in order."""
-
-    taken: list[_Waiting]
-    last: list[Future[WriteResult]]  # each workspace's last submission
-
-    def committed(self) -> bool:
-        # The committer sets its futures in the order they were queued.
-        return all(future.done() for future in self.last)
 
 
 class QuickIntake:
@@ -120,8 +107,8 @@ class QuickIntake:
     def __init__(self, running: RunningRuntime) -> None:
         self._running = running
         # A SimpleQueue: its put and get are C, where a Condition's notify and wait run
-        # Python on both threads for every event. None: a commit finished (a wake-up).
-        self._queue: queue.SimpleQueue[_Waiting | None] = queue.SimpleQueue()
+        # Python on both threads for every event.
+        self._queue: queue.SimpleQueue[_Waiting] = queue.SimpleQueue()
         self._start = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -150,56 +137,39 @@ class QuickIntake:
                 self._thread.start()
 
     def _taken(self) -> list[_Waiting]:
-        """What waits, up to ``MAX_BATCH`` (blocks until something comes: events, or a commit
-        finished, which returns what came with it, maybe nothing)."""
-        first = self._queue.get()
-        taken = [] if first is None else [first]
+        """What waits, at least one: all of it, up to ``MAX_BATCH``."""
+        taken = [self._queue.get()]
         while len(taken) < MAX_BATCH:
             try:
-                more = self._queue.get_nowait()
+                taken.append(self._queue.get_nowait())
             except queue.Empty:
                 break
-            if more is not None:
-                taken.append(more)
         return taken
 
     def _run(self) -> None:
-        """Queue each batch for its commits and take the next while they run; settle the
-        batches in the order they came, each once its commits are done."""
-        waiting: deque[_Batch] = deque()
+        """Take what waits, store it (one commit a workspace's share), apply it, answer it;
+        again."""
         while True:
             taken = self._taken()
-            if taken:
-                waiting.append(self._queued(taken))
-            while waiting and waiting[0].committed():
-                _settle(waiting.popleft())
-
-    def _queued(self, taken: list[_Waiting]) -> _Batch:
-        by_runtime: dict[int, list[_Waiting]] = {}
-        for waiting in taken:
-            by_runtime.setdefault(id(waiting.runtime), []).append(waiting)
-        last: list[Future[WriteResult]] = []
-        for share in by_runtime.values():
-            try:
-                queued = _queue_share(share)
-            except Exception as error:  # a dedup lookup failed: nothing is known stored
-                logger.error("could not take %d events, so they are refused: %s", len(share), error)
-                for waiting in share:
-                    waiting.status, waiting.action, waiting.stored = STORE_FAILED, None, None
-                continue
-            if queued is not None:
-                queued.add_done_callback(self._wake)
-                last.append(queued)
-        return _Batch(taken, last)
-
-    def _wake(self, _: object) -> None:
-        self._queue.put(None)
+            by_runtime: dict[int, list[_Waiting]] = {}
+            for waiting in taken:
+                by_runtime.setdefault(id(waiting.runtime), []).append(waiting)
+            for share in by_runtime.values():
+                try:
+                    _record(share)
+                except Exception as error:  # a dedup lookup failed: nothing is known stored
+                    logger.error(
+                        "could not take %d events, so they are refused: %s", len(share), error
+                    )
+                    for waiting in share:
+                        waiting.status, waiting.action = STORE_FAILED, None
+            _answer(taken)
 
 
-def _queue_share(share: list[_Waiting]) -> Future[WriteResult] | None:
-    """One workspace's share of a batch: deduped, decided, each event's records queued for
-    the commit thread as its own submission (so one malformed event fails alone); the last
-    submission's future."""
+def _record(share: list[_Waiting]) -> None:
+    """One workspace's share of a batch: deduped, decided, stored in one commit on this thread
+    (each event's records a part of its own, so one malformed event fails alone, and a
+    refused one is answered ``STORE_FAILED``), then applied to the caches in order."""
     runtime = share[0].runtime
     engine = runtime.engine
     parts: list[list[StoreEvent]] = []
@@ -222,45 +192,24 @@ def _queue_share(share: list[_Waiting]) -> Future[WriteResult] | None:
                 parts.append(stored)
                 owners.append(waiting)
         waiting.action = action
-    if not parts:
-        return None
-    assert engine.record is not None
-    try:
-        futures = engine.record.opened.queue_each(parts)
-    except RuntimeError as error:  # closing: nothing more is stored
-        logger.error("could not store %d events, so they are refused: %s", len(parts), error)
-        for waiting in owners:
-            _refuse(waiting)
-        return None
-    for waiting, part, future in zip(owners, parts, futures, strict=True):
-        waiting.stored, waiting.count = future, len(part)
-    return futures[-1]
+    if parts:
+        assert engine.record is not None
+        failures = engine.record.opened.write_parts(parts)
+        for waiting, failed in zip(owners, failures, strict=True):
+            if isinstance(failed, OSError):
+                _refuse(waiting)
+            elif failed is not None:
+                _malformed(failed)
+                waiting.action = None
+    for waiting in share:
+        if waiting.action is not None and waiting.status == 200:
+            _apply(waiting)
 
 
-def _settle(batch: _Batch) -> None:
-    """A batch whose commits are done: each event's outcome (refused, or applied to the
-    caches in order), then the answers, all with one wake-up of each event loop."""
-    by_runtime: dict[int, list[_Waiting]] = {}
-    for waiting in batch.taken:
-        by_runtime.setdefault(id(waiting.runtime), []).append(waiting)
-    for share in by_runtime.values():
-        engine = share[0].runtime.engine
-        queued = [waiting for waiting in share if waiting.stored is not None]
-        if queued and engine.record is not None:
-            outcomes = engine.record.opened.settle(
-                [(w.stored, w.count) for w in queued if w.stored is not None]
-            )
-            for waiting, failed in zip(queued, outcomes, strict=True):
-                if isinstance(failed, OSError):
-                    _refuse(waiting)
-                elif failed is not None:
-                    _malformed(failed)
-                    waiting.action = None
-        for waiting in share:
-            if waiting.action is not None and waiting.status == 200:
-                _apply(waiting)
+def _answer(taken: list[_Waiting]) -> None:
+    """Every answer of a batch, with one wake-up of each event loop."""
     by_loop: dict[asyncio.AbstractEventLoop, list[_Waiting]] = {}
-    for waiting in batch.taken:
+    for waiting in taken:
         by_loop.setdefault(waiting.answer.get_loop(), []).append(waiting)
     for loop, answered in by_loop.items():
         try:

@@ -18,7 +18,7 @@ from chanctx.cache.channel_store._errors import (
     StoreTooNew,
 )
 from chanctx.cache.channel_store._fts import index_words
-from chanctx.cache.channel_store._group_commit import GroupCommitter
+from chanctx.cache.channel_store._group_commit import GroupCommitter, PartOutcomes, write_parts
 from chanctx.cache.channel_store._protocol import ChannelStore
 from chanctx.cache.channel_store._records import (
     BackfillCursor,
@@ -73,6 +73,7 @@ __all__ = [
     "MessageEdited",
     "MessagePosted",
     "MessageRow",
+    "PartOutcomes",
     "PinChanged",
     "PostgresChannelStore",
     "ReactionChanged",
@@ -96,4 +97,5 @@ __all__ = [
     "row_message",
     "row_of",
     "row_words",
+    "write_parts",
 ]

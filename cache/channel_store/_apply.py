@@ -50,6 +50,10 @@ __all__ = ["Applier"]
 
 _COLUMNS = "id, ts, thread_ts, user_id, text, reply_count, flags, more, version, deleted"
 _DELETED_FLAG = 8
+_INSERT = (
+    "INSERT INTO messages (chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
+    "reply_count, flags, more, version, deleted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 @dataclass(slots=True)
@@ -87,12 +91,14 @@ class Applier:
         self._channels: dict[tuple[str, str], tuple[int, int | None]] = {}
         self._shards: set[int] | None = None  # the shards that exist
         self._chan_shards: set[tuple[int, int]] = set()  # (channel, shard) rows known written
+        self._codes: dict[int, str] = {}  # channel id -> its term code (see _fts)
 
     def forget_cache(self) -> None:
         """Drop the caches (after a rollback they may name rows that are gone)."""
         self._channels.clear()
         self._shards = None
         self._chan_shards.clear()
+        self._codes.clear()
 
     def shards(self) -> set[int]:
         """The shards that exist (read once, then kept in step by :meth:`index`)."""
@@ -186,13 +192,27 @@ class Applier:
     def _index(self, chan: int, row_id: int, text: str, more: str | None) -> None:
         shard = row_id >> SHARD_BITS
         self.note_shard(chan, shard)
+        code = self._codes.get(chan)
+        if code is None:
+            code = self._codes[chan] = channel_code(chan)
         self.db.execute(
             f"INSERT INTO {shard_table(shard)} (rowid, doc) VALUES (?, ?)",
-            (row_id, scoped_document(channel_code(chan), text, more)),
+            (row_id, scoped_document(code, text, more)),
         )
 
     def _unindex(self, chan: int, row: _Row) -> None:
         unindex(self.db, chan, row.id, row.text, row.more)
+
+    def _insert_new(self, chan: int, message: Message) -> bool:
+        """Insert ``message`` (not deleted) unless its key is taken: whether it was. A new
+        message is the common case, so it costs one statement, not a read and a write."""
+        row = row_from_message(message)
+        cursor = self.db.execute(_INSERT + " ON CONFLICT (chan, ts_key) DO NOTHING", (chan, *row))
+        if cursor.rowcount == 0:
+            return False
+        assert cursor.lastrowid is not None
+        self._index(chan, cursor.lastrowid, row[5], row[8])
+        return True
 
     def _write(self, chan: int, message: Message, old: _Row | None) -> int:
         """Insert ``message`` or replace ``old`` with it; its row id. Index kept in step."""
@@ -201,9 +221,7 @@ class Applier:
         )
         if old is None:
             cursor = self.db.execute(
-                "INSERT INTO messages (chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
-                "reply_count, flags, more, version, deleted) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                _INSERT,
                 (
                     chan,
                     key,
@@ -249,11 +267,11 @@ class Applier:
         if self.horizon is not None and key < self.horizon:
             result.expired += 1
             return
-        old = self._row(chan, key)
-        if old is None:
-            self._write(chan, message, None)
+        if self._insert_new(chan, message):
             result.applied += 1
             return
+        old = self._row(chan, key)
+        assert old is not None  # the key was taken, inside this transaction
         posted = posted_over(message, old)
         if posted.message is None:
             if posted.outcome == "deleted":

@@ -5,14 +5,13 @@ disk's fsync rate. :class:`GroupCommitter` runs one writer thread: :meth:`submit
 caller's events and blocks until the batch holding them is committed, then returns that
 batch's outcome for them, or raises what the commit raised (``StoreFull``: refuse the event).
 A batch that fails for another reason (one malformed event) is retried one submission at a
-time, so one caller's bad event never refuses another's.
+time, in queue order, so one caller's bad event never refuses another's.
 
-Submissions are committed in the order they were queued, and their futures are set in that
-order: :meth:`submit_each` queues several at once (one lock, one wake-up), so a caller that
-must not wait for one commit before preparing the next (the quick intake) can queue a batch
-of events, each its own submission, and go on; the batch's last future being done means
-every earlier one is. A failed group retried one submission at a time is retried before any
-later submission is taken, so the order holds on that path too.
+A caller that has a batch of its own (the quick intake: many events, taken at once, each
+acknowledged after its commit) writes it on its own thread with :func:`write_parts`: the same
+rules, a part (one event's records) in place of a submission, and no hand-off to the writer
+thread and back (a wake-up each way, a ``Future`` a part), which cost more CPU than the
+writer's own Python; the store's write lock orders it with the writer thread's commits.
 """
 
 from __future__ import annotations
@@ -26,9 +25,31 @@ from chanctx.cache.channel_store._errors import StoreFull
 from chanctx.cache.channel_store._protocol import ChannelStore
 from chanctx.cache.channel_store._records import StoreEvent, WriteResult
 
-__all__ = ["GroupCommitter"]
+__all__ = ["GroupCommitter", "PartOutcomes", "write_parts"]
 
 _Pending = tuple[Sequence[StoreEvent], "Future[WriteResult]"]
+# Per part of a batch: the outcome of the commit that stored it, or why it was not stored.
+PartOutcomes = list[WriteResult | Exception]
+
+
+def write_parts(store: ChannelStore, parts: Sequence[Sequence[StoreEvent]]) -> PartOutcomes:
+    """``parts`` in one transaction, on the caller's thread; an outcome a part. A full disk
+    raises ``StoreFull`` (none is stored); any other failure (one malformed event) writes each
+    part alone, in order, so only the bad one fails."""
+    try:
+        result = store.write([event for part in parts for event in part])
+    except StoreFull:
+        raise
+    except Exception:
+        return [_alone(store, part) for part in parts]
+    return [result] * len(parts)
+
+
+def _alone(store: ChannelStore, part: Sequence[StoreEvent]) -> WriteResult | Exception:
+    try:
+        return store.write(part)
+    except Exception as error:
+        return error
 
 
 class GroupCommitter:
@@ -54,16 +75,6 @@ class GroupCommitter:
             self._ready.notify()
         return done
 
-    def submit_each(self, parts: Sequence[Sequence[StoreEvent]]) -> list[Future[WriteResult]]:
-        """Queue each of ``parts`` as its own submission, in order, at once; their futures."""
-        futures: list[Future[WriteResult]] = [Future() for _ in parts]
-        with self._ready:
-            if self._closed:
-                raise RuntimeError("the group committer is closed")
-            self._queue.extend(zip(parts, futures, strict=True))
-            self._ready.notify()
-        return futures
-
     def close(self) -> None:
         """Commit what is queued, then stop the writer thread."""
         with self._ready:
@@ -88,26 +99,14 @@ class GroupCommitter:
             taken = self._take()
             if not taken:
                 return
-            events = [event for chunk, _ in taken for event in chunk]
             try:
-                result = self._store.write(events)
+                outcomes = write_parts(self._store, [events for events, _ in taken])
             except StoreFull as error:
                 for _, done in taken:
                     done.set_exception(error)
                 continue
-            except Exception:
-                if len(taken) == 1:
-                    self._one(taken[0])
+            for (_, done), outcome in zip(taken, outcomes, strict=True):
+                if isinstance(outcome, Exception):
+                    done.set_exception(outcome)
                 else:
-                    for pending in taken:
-                        self._one(pending)
-                continue
-            for _, done in taken:
-                done.set_result(result)
-
-    def _one(self, pending: _Pending) -> None:
-        events, done = pending
-        try:
-            done.set_result(self._store.write(events))
-        except Exception as error:
-            done.set_exception(error)
+                    done.set_result(outcome)

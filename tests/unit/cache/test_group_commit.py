@@ -1,13 +1,12 @@
-"""Group commit with batches of submissions (``GroupCommitter.submit_each``): whatever groups
-the commit thread makes of them, the store ends as the submissions written one at a time in
-the order queued, a malformed one fails alone, and the futures are set in queue order (what
-lets the quick intake settle a batch by its last future)."""
+"""Batches of parts (``write_parts``, what the quick intake commits on its own thread) and
+submissions to the group committer: wherever the batches are cut, the store ends as the parts
+written one at a time in order, a malformed part fails alone (its outcome the exception, every
+other part's a ``WriteResult``), and so does a malformed submission."""
 
 from __future__ import annotations
 
 import itertools
 import tempfile
-from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from chanctx.cache.channel_store import (
     SqliteChannelStore,
     StoreEvent,
     WriteResult,
+    write_parts,
 )
 from chanctx.context import InvalidTimestamp, Message
 from hypothesis import given, settings
@@ -62,7 +62,7 @@ def held(store: SqliteChannelStore) -> list[tuple[str, str, bool]]:
 @pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(ops=_PARTS, cuts=st.lists(st.integers(1, 29), max_size=5))
-def test_batches_of_submissions_commit_in_queue_order_and_a_bad_one_fails_alone(
+def test_batches_of_parts_store_what_the_parts_store_alone_and_a_bad_one_fails_alone(
     ops: list[tuple[str, int, int]], cuts: list[int]
 ) -> None:
     parts = [part(*op) for op in ops]
@@ -71,23 +71,36 @@ def test_batches_of_submissions_commit_in_queue_order_and_a_bad_one_fails_alone(
         grouped = SqliteChannelStore(Path(grouped_dir), synchronous="NORMAL")
         alone = SqliteChannelStore(Path(alone_dir), synchronous="NORMAL")
         try:
-            committer = GroupCommitter(grouped, max_events=7)
-            finished: list[int] = []
-            futures: list[Future[WriteResult]] = []
+            outcomes: list[WriteResult | Exception] = []
             for start, end in itertools.pairwise(edges):
-                for future in committer.submit_each(parts[start:end]):
-                    number = len(futures)
-                    futures.append(future)
-                    # On the commit thread, or here when already done (then so is every
-                    # earlier one, whose callbacks ran).
-                    future.add_done_callback(lambda _, n=number: finished.append(n))
+                outcomes += write_parts(grouped, parts[start:end])
+            for (kind, _, _), stored, outcome in zip(ops, parts, outcomes, strict=True):
+                if kind == "bad":
+                    assert isinstance(outcome, InvalidTimestamp)
+                    continue
+                assert isinstance(outcome, WriteResult)
+                alone.write(stored)
+            assert held(grouped) == held(alone)
+        finally:
+            grouped.close()
+            alone.close()
+
+
+def test_the_committer_fails_a_bad_submission_alone_in_queue_order() -> None:
+    with tempfile.TemporaryDirectory() as grouped_dir, tempfile.TemporaryDirectory() as alone_dir:
+        grouped = SqliteChannelStore(Path(grouped_dir), synchronous="NORMAL")
+        alone = SqliteChannelStore(Path(alone_dir), synchronous="NORMAL")
+        try:
+            ops = [("post", 0, 0), ("edit", 0, 1), ("bad", 0, 0), ("delete", 1, 0), ("post", 1, 2)]
+            parts = [part(*op) for op in ops]
+            committer = GroupCommitter(grouped)
+            futures = [committer.submit_nowait(p) for p in parts]
             committer.close()
-            assert finished == sorted(finished) and len(finished) == len(parts)
             for (kind, _, _), stored, future in zip(ops, parts, futures, strict=True):
                 if kind == "bad":
                     assert isinstance(future.exception(), InvalidTimestamp)
                     continue
-                assert future.exception() is None
+                assert isinstance(future.result(), WriteResult)
                 alone.write(stored)
             assert held(grouped) == held(alone)
         finally:

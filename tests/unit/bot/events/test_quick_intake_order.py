@@ -1,7 +1,8 @@
-"""The quick path's order under any interleaving: the intake thread queues a batch for its
-commits and takes the next before the first is durable, so what a channel's events leave in
-the store must still be what they leave applied one at a time, in the order they came, and no
-event is answered before its commit."""
+"""The quick path's order under any interleaving: the intake thread takes whatever waits as one
+batch, each event of it a submission of its own to the group committer (which may group
+submissions of several batches and retries a failed group one submission at a time), so what
+a channel's events leave in the store must still be what they leave applied one at a time, in
+the order they came, wherever the bursts are cut."""
 
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ def held(store: SqliteChannelStore, channel: str) -> list[tuple[Any, ...]]:
 
 async def delivered(quick: QuickIntake, bodies: list[dict[str, Any]], cuts: list[int]) -> list[int]:
     """Every body taken in order, in bursts ending at ``cuts`` (a pause after each, so the
-    intake thread takes them in several batches, while earlier ones commit)."""
+    intake thread takes them in several batches)."""
     tasks = []
     for n, body in enumerate(bodies):
         tasks.append(asyncio.ensure_future(quick.take(body)))
