@@ -15,6 +15,9 @@ Runs, one after another on the same bodies, each on a fresh data dir:
   from both sender counts;
 - *before*: the intake as it was before the quick path (``--before``, extracted the same way),
   without httptools and uvloop, on disk;
+- *in memory*: the last commit before the channel store was wired into the bot (``--memory``,
+  extracted the same way), without httptools and uvloop as it shipped: the in-memory intake
+  the durable one is measured against (nothing stored, so nothing to count afterwards);
 - *now, tmpfs*: this checkout with the data dir on /dev/shm (the commits, no disk);
 - with ``--plain``, *now, plain uvicorn*: uvicorn on its pure-Python parser and asyncio's
   loop (how chanctx ran before it asked for httptools and uvloop), on disk.
@@ -66,6 +69,10 @@ PREVIOUS_MEANS = {
     "ca03546": "the intake thread handed each batch to the store's writer thread and waited for "
     "its commit before taking the next",
 }
+# The last commit before the channel store was wired into the bot: what the issue calls
+# "today's in-memory intake" (history in memory only, nothing durable, every event through
+# Bolt's dispatch), as it shipped.
+MEMORY = "8b5bfa8"
 PACKAGES = ("bot", "cache", "context", "tools", "manifest_store", "fixtures")
 TARGET = 2_000  # events a second, durable (the issue's bar)
 
@@ -77,7 +84,7 @@ class Run:
     rate: float  # events a second
     cpu_per_1000: float  # server CPU seconds per 1,000 events
     load: float  # 1-minute load average at the end
-    stored: int
+    stored: int  # -1: the intake had no store to count in
     events: int
 
 
@@ -110,7 +117,13 @@ def checkout(commit: str, root: Path) -> Path:
 
 
 def run_one(
-    label: str, data_root: Path, bodies: Sequence[bytes], senders: int, path: Sequence[Path]
+    label: str,
+    data_root: Path,
+    bodies: Sequence[bytes],
+    senders: int,
+    path: Sequence[Path],
+    *,
+    durable: bool = True,
 ) -> Run:
     channels = [channel_id(900_000 + n) for n in range(1_000)]
     data = data_root / "data"
@@ -129,13 +142,20 @@ def run_one(
             load = os.getloadavg()[0]
         finally:
             bot.stop()
-    stored = stored_after(data, refused, label)
+    if durable:
+        stored = stored_after(data, refused, label)
+    elif refused:
+        raise RuntimeError(f"{len(refused)} events refused ({refused[:5]}) on {label}")
+    else:
+        stored = -1
     rate, per_1000 = len(bodies) / took, cpu / len(bodies) * 1000
     done = Run(label, senders, rate, per_1000, load, stored, len(bodies))
     print(
         f"{label} ({senders} senders): {done.rate:,.0f} events/s, "
         f"{done.cpu_per_1000:.2f} CPU s per 1,000, "
-        f"load {load:.1f}, {stored:,} stored",
+        f"load {load:.1f}, {stored:,} stored"
+        if durable
+        else f"load {load:.1f}, no store",
         flush=True,
     )
     return done
@@ -148,6 +168,7 @@ def report(args: argparse.Namespace, runs: list[Run]) -> str:
     previous = by.get(("previous, on disk", args.senders))
     previous_many = by.get(("previous, on disk", args.many))
     before = by.get(("before, on disk", args.senders))
+    memory = by.get(("in memory, no store", args.senders))
     previous_means = PREVIOUS_MEANS.get(args.previous, "the quick path one change back")
     lines = [
         f"`python -m bench.ingest --events {args.events} --senders {args.senders} "
@@ -166,7 +187,7 @@ def report(args: argparse.Namespace, runs: list[Run]) -> str:
         intake, _, where = run.label.rpartition(", ")
         lines.append(
             f"| {intake} | {where} | {run.senders} | {run.rate:,.0f} | {run.cpu_per_1000:.2f} | "
-            f"{run.load:.1f} | {run.stored:,} |"
+            f"{run.load:.1f} | {f'{run.stored:,}' if run.stored >= 0 else 'no store'} |"
         )
     lines += [
         "",
@@ -177,7 +198,10 @@ def report(args: argparse.Namespace, runs: list[Run]) -> str:
         f"`{args.previous}` ({previous_means}); "
         f"*before*: commit `{args.before}` (every event through Bolt's dispatch on a worker "
         "thread each) without httptools and uvloop, as it shipped; *plain uvicorn*: this "
-        "commit with both hidden. *on disk*: `synchronous=FULL`, every group commit fsynced; "
+        "commit with both hidden. "
+        f"*in memory*: commit `{args.memory}`, the last before the channel store was wired in "
+        "(every event through Bolt's dispatch into the in-memory history, nothing durable), "
+        "without httptools and uvloop, as it shipped. *on disk*: `synchronous=FULL`, every group commit fsynced; "
         "*tmpfs*: /dev/shm.",
         "",
     ]
@@ -194,6 +218,11 @@ def report(args: argparse.Namespace, runs: list[Run]) -> str:
                 f"({other.cpu_per_1000 / now.cpu_per_1000:.2f}x the CPU per event, now "
                 f"{now.rate / other.rate:.2f}x the rate)"
             )
+    if memory is not None:
+        summary += (
+            f"; in memory before the store: {memory.rate:,.0f} events/s at "
+            f"{memory.cpu_per_1000:.2f} (durable now {now.rate / memory.rate:.2f}x its rate)"
+        )
     if previous_many is not None and many is not None:
         summary += (
             f"; previous from {many.senders}: {previous_many.rate:,.0f} events/s at "
@@ -218,7 +247,9 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--many", type=int, default=32, help="connections of the second run")
     parser.add_argument("--before", default=BEFORE, help="the intake before the quick path")
     parser.add_argument("--previous", default=PREVIOUS, help="the quick path one change back")
+    parser.add_argument("--memory", default=MEMORY, help="the in-memory intake, before the store")
     parser.add_argument("--no-before", action="store_true", help="skip the --before runs")
+    parser.add_argument("--no-memory", action="store_true", help="skip the --memory run")
     parser.add_argument("--no-previous", action="store_true", help="skip the --previous runs")
     parser.add_argument("--no-tmpfs", action="store_true", help="skip the run on /dev/shm")
     parser.add_argument("--plain", action="store_true", help="add a run without httptools")
@@ -241,6 +272,18 @@ def main(argv: Sequence[str]) -> int:
         if not args.no_before:
             old = checkout(args.before, root)
             runs.append(run_one("before, on disk", root / "old", bodies, senders, (plain, old)))
+        if not args.no_memory:
+            kept = checkout(args.memory, root)
+            runs.append(
+                run_one(
+                    "in memory, no store",
+                    root / "memory",
+                    bodies,
+                    senders,
+                    (plain, kept),
+                    durable=False,
+                )
+            )
         if not args.no_tmpfs:
             runs.append(run_one("now, tmpfs", shm / "now", bodies, senders, ()))
         if args.plain:
