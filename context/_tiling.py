@@ -57,6 +57,8 @@ _EDGES: Final = {
 
 _CHUNK: Final = re.compile(f"([{WHITESPACE}]*)([^{WHITESPACE}]+)")
 _CASE: Final = SHIFT + CAPS
+_ZEROS: Final = str.maketrans("123456789", "000000000")
+_DIGITS: Final = re.compile("[0-9]")
 
 
 class Tiler:
@@ -71,6 +73,7 @@ class Tiler:
         self._chunk = lru_cache(maxsize=cache_size)(self._price_chunk)
         self._segment = lru_cache(maxsize=cache_size // 2)(self._tile)
         self._char = lru_cache(maxsize=4096)(self._char_cost)
+        self._template = lru_cache(maxsize=4096)(self._marked)
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` as one user message's content (the message frame not included)."""
@@ -110,14 +113,29 @@ class Tiler:
     def _price_chunk(self, key: str) -> int:
         """``cost << 2 | starts_with_word_boundary << 1 | ends_with_word_boundary`` of one chunk
         (``key``: its edge flags, then its text)."""
-        left, right = _EDGES[key[0]]
-        stream = chunk_stream(key[1:], self._rules, self._classes, left, right)
+        stream = self._stream(key)
         segment = self._segment
         cost = 0
         for seg in _SEGMENT.findall(stream):
             cost += segment(seg) if len(seg) <= _CACHED_LEN else self._tile(seg)
         starts = stream.lstrip(_CASE)[:1] == BOW
         return cost << 2 | starts << 1 | (stream[-1:] == EOW)
+
+    def _stream(self, key: str) -> str:
+        """The marked stream of one chunk (``key``: edge flags, then text). ASCII digits get
+        no markers and no case, and all share one class, so a chunk's stream is its digit
+        template's (every digit written as 0) with the digits put back in order: ids and
+        times, new in every message, reuse one template."""
+        masked = key[0] + key[1:].translate(_ZEROS)  # key[0], the edge flags, is a digit too
+        if masked == key:
+            return self._marked(key)
+        parts = self._template(masked).split("0")
+        digits = _DIGITS.findall(key, 1)
+        return parts[0] + "".join(d + p for d, p in zip(digits, parts[1:], strict=True))
+
+    def _marked(self, key: str) -> str:
+        left, right = _EDGES[key[0]]
+        return chunk_stream(key[1:], self._rules, self._classes, left, right)
 
     def _space(self, run: str) -> int:
         return self._segment(run) if len(run) <= _CACHED_LEN else self._tile(run)

@@ -1,0 +1,41 @@
+"""A chunk with ASCII digits is marked from its digit template (every digit a 0) with the
+digits put back: the stream, and so the count, is the one marked from the chunk itself."""
+
+from __future__ import annotations
+
+from chanctx.context import _tiling
+from chanctx.context._tiling import Tiler
+from chanctx.context._vocab import vocabulary
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+_VOCABS = [("v3", True), ("v4_7", True), ("v4_7", False)]
+_PIECES = ["0", "7", "42", "2025", "1700871395.007115", "-", ":", ".", '"', "[", "]", "T", "Z",
+           "message", "C0BEYOND01", "It", "'", "s", "ALLCAPS", "é", "\u0301", "١٢", "²", "日本",
+           "😀", "x", "v2", "#", ","]  # fmt: skip
+CHUNKS = st.one_of(
+    st.lists(st.sampled_from(_PIECES), min_size=1, max_size=20).map("".join),
+    st.text(st.characters(exclude_categories=("Zs", "Zl", "Zp", "Cc", "Co", "Cs")), min_size=1),
+)
+TILERS = {vocab: Tiler(vocabulary(*vocab)) for vocab in _VOCABS}  # templates kept across examples
+
+
+@settings(max_examples=800, deadline=None)
+@given(vocab=st.sampled_from(_VOCABS), flag=st.sampled_from(sorted(_tiling._EDGES)), text=CHUNKS)
+def test_a_chunk_marked_from_its_digit_template_is_marked_as_itself(
+    vocab: tuple[str, bool], flag: str, text: str
+) -> None:
+    if any(c in _tiling.WHITESPACE for c in text):
+        return  # a chunk holds no whitespace
+    tiler = TILERS[vocab]
+    key = flag + text
+    assert tiler._stream(key) == tiler._marked(key)
+    assert tiler._stream(key) == tiler._marked(key)  # the template now remembered
+
+
+def test_times_and_ids_share_one_template() -> None:
+    tiler = Tiler(vocabulary("v4_7", False))
+    for second in range(10, 60):
+        text = f'"[2025-01-02T03:04:{second}Z]'
+        assert tiler._stream("1" + text) == tiler._marked("1" + text)
+    assert tiler._template.cache_info().currsize == 1
