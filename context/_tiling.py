@@ -126,6 +126,8 @@ class Tiler:
         no markers and no case, and all share one class, so a chunk's stream is its digit
         template's (every digit written as 0) with the digits put back in order: ids and
         times, new in every message, reuse one template."""
+        if len(key) > _CACHED_LEN:
+            return self._marked(key)  # a long chunk's template is not kept: memory stays bounded
         masked = key[0] + key[1:].translate(_ZEROS)  # key[0], the edge flags, is a digit too
         if masked == key:
             return self._marked(key)

@@ -39,3 +39,10 @@ def test_times_and_ids_share_one_template() -> None:
         text = f'"[2025-01-02T03:04:{second}Z]'
         assert tiler._stream("1" + text) == tiler._marked("1" + text)
     assert tiler._template.cache_info().currsize == 1
+
+
+def test_a_long_chunks_template_is_not_kept() -> None:
+    tiler = Tiler(vocabulary("v3", True))
+    text = "id-" + "1234567890" * 20
+    assert tiler._stream("1" + text) == tiler._marked("1" + text)
+    assert tiler._template.cache_info().currsize == 0
