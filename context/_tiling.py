@@ -61,6 +61,36 @@ _ZEROS: Final = str.maketrans("123456789", "000000000")
 _DIGITS: Final = re.compile("[0-9]")
 
 
+_DIGIT_RUNS: Final = re.compile("[0-9]+|[^0-9]+")
+_DIGIT_LENGTHS: dict[int, tuple[Vocabulary, int]] = {}  # id(vocab) -> (vocab, its length)
+
+
+def _digit_pieces(vocab: Vocabulary) -> int:
+    """L when every string of 1 to L ASCII digits is a piece, no longer one is, and no piece
+    or prefix mixes digits with anything else; 0 when the vocabulary is not like that (then
+    digits are tiled like any text). Checked once per vocabulary (both of ctok's: L = 3)."""
+    known = _DIGIT_LENGTHS.get(id(vocab))
+    if known is not None and known[0] is vocab:
+        return known[1]
+    longest, mixed = 0, False
+    for key in vocab.table:
+        if not _DIGITS.search(key):
+            continue
+        if not key.isascii() or not key.isdigit():
+            mixed = True
+            break
+        longest = max(longest, len(key))
+    table = vocab.table
+    complete = longest > 0 and all(
+        table.get(f"{n:0{length}d}") is True
+        for length in range(1, longest + 1)
+        for n in range(10**length)
+    )
+    length = longest if complete and not mixed else 0
+    _DIGIT_LENGTHS[id(vocab)] = (vocab, length)
+    return length
+
+
 class Tiler:
     """Counts one family's tokens. Thread-safe: the caches are ``lru_cache`` (locked) and a
     ``ClassTable`` only ever gains entries that any thread would compute identically."""
@@ -74,6 +104,7 @@ class Tiler:
         self._segment = lru_cache(maxsize=cache_size // 2)(self._tile)
         self._char = lru_cache(maxsize=4096)(self._char_cost)
         self._template = lru_cache(maxsize=4096)(self._marked)
+        self._digits = _digit_pieces(vocab)
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` as one user message's content (the message frame not included)."""
@@ -148,6 +179,8 @@ class Tiler:
         table = self._table
         if table.get(seg):
             return 1  # the usual case: a whole word with its markers is one piece
+        if self._digits and _DIGITS.search(seg):
+            return self._split_digits(seg)
         n = len(seg)
         longest = self.vocab.longest
         best = [0] + [4 * n + 4] * n
@@ -165,6 +198,18 @@ class Tiler:
                 if hit and here < best[j]:
                     best[j] = here
         return best[n]
+
+    def _split_digits(self, seg: str) -> int:
+        """``seg`` tiled run by run: no piece holds a digit beside anything else, and every
+        string of up to ``_digits`` digits is a piece, none longer (``_digit_pieces``), so a
+        run of n digits costs ceil(n / _digits) and the runs between are tiled alone."""
+        total = 0
+        for run in _DIGIT_RUNS.findall(seg):
+            if "0" <= run[0] <= "9":
+                total -= -len(run) // self._digits
+            else:
+                total += self._segment(run) if len(run) <= _CACHED_LEN else self._tile(run)
+        return total
 
     def _char_cost(self, char: str) -> int:
         """A character no piece covers: a minimum tiling of its UTF-8 bytes over the byte pieces."""

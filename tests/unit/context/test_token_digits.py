@@ -3,6 +3,8 @@ digits put back: the stream, and so the count, is the one marked from the chunk 
 
 from __future__ import annotations
 
+import dataclasses
+
 from chanctx.context import _tiling
 from chanctx.context._tiling import Tiler
 from chanctx.context._vocab import vocabulary
@@ -46,3 +48,26 @@ def test_a_long_chunks_template_is_not_kept() -> None:
     text = "id-" + "1234567890" * 20
     assert tiler._stream("1" + text) == tiler._marked("1" + text)
     assert tiler._template.cache_info().currsize == 0
+
+
+_SEGMENT_PIECES = ["0", "7", "12", "2025", "1700871395", "-", ":", ".", '"', "x", "the", "é",
+                   "\ue000", "\ue001", "\ue002", "١٢", "😀"]  # fmt: skip
+SEGMENTS = st.lists(st.sampled_from(_SEGMENT_PIECES), min_size=1, max_size=16).map("".join)
+
+
+@settings(max_examples=800, deadline=None)
+@given(vocab=st.sampled_from(_VOCABS), seg=SEGMENTS)
+def test_digit_runs_tiled_alone_cost_what_the_scan_finds(vocab: tuple[str, bool], seg: str) -> None:
+    fast, scan = Tiler(vocabulary(*vocab)), Tiler(vocabulary(*vocab))
+    scan._digits = 0  # the scan over the whole segment, digits and all
+    assert fast._digits == 3
+    assert fast._tile(seg) == scan._tile(seg)
+
+
+def test_a_vocabulary_mixing_digits_and_text_is_tiled_by_the_scan() -> None:
+    base = vocabulary("v3", True)
+    mixed = dataclasses.replace(base, table={**base.table, "v2": True})
+    short = dataclasses.replace(base, table={k: v for k, v in base.table.items() if k != "42"})
+    assert _tiling._digit_pieces(mixed) == 0
+    assert _tiling._digit_pieces(short) == 0
+    assert _tiling._digit_pieces(base) == 3
