@@ -2,13 +2,13 @@
 the code of a commit before against this tree's, in one run on one store.
 
     python -m bench.answer_path [--sizes 10000,1000000] [--queries 20] [--rounds 3]
-                                [--before REV] [--dir DIR] [--no-write]
+                                [--before REV] [--dir DIR] [--format F] [--no-write]
 
 For each size, one channel of that many messages (``bench.beyond_budget``'s fill; ``--dir``
 keeps the stores and reuses them). Two worker processes, one running ``--before``'s code (a
 ``git archive`` of it put ahead of this tree on the import path) and one this tree's, each open
 the store at the default ``--history-mb`` of 256, wait for the channel's index, then answer
-the query API's question (``run_query``, JSON, messages only; no HTTP) taking turns: one
+the query API's question (``run_query``, JSON or ``--format``, messages only; no HTTP) taking turns: one
 answer at a time under a shared lock, so both see the same load. Each asks ``--queries`` new
 intents once (older matches pulled in), then the same intents ``--rounds`` times again. The
 answers must be identical; the table gives p50 / p95 in ms, the ratio, and how many threads
@@ -39,7 +39,9 @@ PACKAGES = ("bot", "cache", "context", "tools", "manifest_store", "fixtures")
 BEFORE = "ca03546"  # the last commit before the answer path's caches
 
 
-def worker(data: Path, out: Path, lock_path: Path, other: Path, queries: int, rounds: int) -> None:
+def worker(
+    data: Path, out: Path, lock_path: Path, other: Path, queries: int, rounds: int, fmt: str
+) -> None:
     """One side: build, wait for the other side, answer in turns, write what it measured."""
     # Imported here, not at the top: the side's own ``chanctx`` comes first on its path.
     from chanctx.bot.core.built_context import ContextSettings
@@ -76,7 +78,9 @@ def worker(data: Path, out: Path, lock_path: Path, other: Path, queries: int, ro
     lock = lock_path.open("w")
 
     def ask(intent: str) -> tuple[dict[str, Any], float]:
-        body = QueryBody(query=intent, channel=CHANNEL, format="json", type_filters=["message"])
+        body = QueryBody.model_validate(
+            {"query": intent, "channel": CHANNEL, "format": fmt, "type_filters": ["message"]}
+        )
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             started = time.perf_counter()
@@ -131,7 +135,7 @@ def measure(data: Path, shadow: Path, work: Path, args: argparse.Namespace) -> d
         other = "after" if side == "before" else "before"
         command = [sys.executable, "-m", "bench.answer_path", "--worker", str(data),
                    str(work / f"{side}.json"), str(work / "turn.lock"), str(work / f"{other}.json"),
-                   str(args.queries), str(args.rounds)]  # fmt: skip
+                   str(args.queries), str(args.rounds), args.format]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": path}
         procs[side] = subprocess.Popen(command, cwd=ROOT, env=env)
     for side, proc in procs.items():
@@ -148,11 +152,12 @@ def _p(samples: Sequence[float]) -> tuple[float, float]:
 def report(args: argparse.Namespace, rows: dict[int, dict[str, Any]]) -> str:
     lines = [
         f"`python -m bench.answer_path --sizes {args.sizes} --queries {args.queries} --rounds "
-        f"{args.rounds}`: one channel of each size (`bench.store`'s synthetic chat) at the",
-        "default `--history-mb` of 256, the query API's answer in process (`run_query`, JSON,",
-        f"messages only, no HTTP) by the code of {args.before} (before) and of this tree",
-        "(after), two processes answering in turns on the same store. New intents: each asked",
-        "once (older matches pulled in); again: the same intents asked again. p50 / p95 in ms;",
+        f"{args.rounds} --format {args.format}`: one channel of each size (`bench.store`'s",
+        "synthetic chat) at the default `--history-mb` of 256, the query API's answer in process",
+        f"(`run_query`, format {args.format}, messages only, no HTTP) by the code of {args.before}",
+        "(before) and of this tree (after), two processes answering in turns on the same store.",
+        "New intents: each asked once (older matches pulled in); again: the same intents asked",
+        "again. p50 / p95 in ms;",
         "thread reads: threads read from the caches or the store for the new intents.",
         "",
         "| messages (indexed) | | before | after | before / after (p50, p95) |",
@@ -174,8 +179,8 @@ def report(args: argparse.Namespace, rows: dict[int, dict[str, Any]]) -> str:
 
 def main(argv: Sequence[str] = ()) -> None:
     if argv[:1] == ["--worker"]:
-        data, out, lock, other, queries, rounds = argv[1:7]
-        worker(Path(data), Path(out), Path(lock), Path(other), int(queries), int(rounds))
+        data, out, lock, other, queries, rounds, fmt = argv[1:8]
+        worker(Path(data), Path(out), Path(lock), Path(other), int(queries), int(rounds), fmt)
         return
     parser = argparse.ArgumentParser(prog="python -m bench.answer_path")
     parser.add_argument("--sizes", default="10000,1000000")
@@ -183,6 +188,7 @@ def main(argv: Sequence[str] = ()) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--before", default=BEFORE)
     parser.add_argument("--dir", type=Path, default=None, help="keep the stores here, reuse them")
+    parser.add_argument("--format", choices=("json", "markdown", "text"), default="json")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     from bench.beyond_budget import fill

@@ -243,8 +243,9 @@ def chunk_stream(
             marked_right = (kind in "Pp" or classes[ord(run[-1])] == "v") and space_right(i)
             out.append((BOW if marked_left else "") + run + (EOW if marked_right else ""))
         elif kind in "Dn" and digit_run(run):
-            marked_left = digit_border(run[0]) and space_left(i)
-            marked_right = digit_border(run[-1]) and space_right(i)
+            # The edge test first: digit_border looks the category up, and most runs are inside.
+            marked_left = space_left(i) and digit_border(run[0])
+            marked_right = space_right(i) and digit_border(run[-1])
             out.append((BOW if marked_left else "") + run + (EOW if marked_right else ""))
         else:
             out.append(run)  # hard letters (CJK, emoji): no markers

@@ -57,6 +57,38 @@ _EDGES: Final = {
 
 _CHUNK: Final = re.compile(f"([{WHITESPACE}]*)([^{WHITESPACE}]+)")
 _CASE: Final = SHIFT + CAPS
+_ZEROS: Final = str.maketrans("123456789", "000000000")
+_DIGITS: Final = re.compile("[0-9]")
+
+
+_DIGIT_RUNS: Final = re.compile("[0-9]+|[^0-9]+")
+_DIGIT_LENGTHS: dict[int, tuple[Vocabulary, int]] = {}  # id(vocab) -> (vocab, its length)
+
+
+def _digit_pieces(vocab: Vocabulary) -> int:
+    """L when every string of 1 to L ASCII digits is a piece, no longer one is, and no piece
+    or prefix mixes digits with anything else; 0 when the vocabulary is not like that (then
+    digits are tiled like any text). Checked once per vocabulary (both of ctok's: L = 3)."""
+    known = _DIGIT_LENGTHS.get(id(vocab))
+    if known is not None and known[0] is vocab:
+        return known[1]
+    longest, mixed = 0, False
+    for key in vocab.table:
+        if not _DIGITS.search(key):
+            continue
+        if not key.isascii() or not key.isdigit():
+            mixed = True
+            break
+        longest = max(longest, len(key))
+    table = vocab.table
+    complete = longest > 0 and all(
+        table.get(f"{n:0{length}d}") is True
+        for length in range(1, longest + 1)
+        for n in range(10**length)
+    )
+    length = longest if complete and not mixed else 0
+    _DIGIT_LENGTHS[id(vocab)] = (vocab, length)
+    return length
 
 
 class Tiler:
@@ -71,6 +103,8 @@ class Tiler:
         self._chunk = lru_cache(maxsize=cache_size)(self._price_chunk)
         self._segment = lru_cache(maxsize=cache_size // 2)(self._tile)
         self._char = lru_cache(maxsize=4096)(self._char_cost)
+        self._template = lru_cache(maxsize=4096)(self._marked)
+        self._digits = _digit_pieces(vocab)
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` as one user message's content (the message frame not included)."""
@@ -110,14 +144,31 @@ class Tiler:
     def _price_chunk(self, key: str) -> int:
         """``cost << 2 | starts_with_word_boundary << 1 | ends_with_word_boundary`` of one chunk
         (``key``: its edge flags, then its text)."""
-        left, right = _EDGES[key[0]]
-        stream = chunk_stream(key[1:], self._rules, self._classes, left, right)
+        stream = self._stream(key)
         segment = self._segment
         cost = 0
         for seg in _SEGMENT.findall(stream):
             cost += segment(seg) if len(seg) <= _CACHED_LEN else self._tile(seg)
         starts = stream.lstrip(_CASE)[:1] == BOW
         return cost << 2 | starts << 1 | (stream[-1:] == EOW)
+
+    def _stream(self, key: str) -> str:
+        """The marked stream of one chunk (``key``: edge flags, then text). ASCII digits get
+        no markers and no case, and all share one class, so a chunk's stream is its digit
+        template's (every digit written as 0) with the digits put back in order: ids and
+        times, new in every message, reuse one template."""
+        if len(key) > _CACHED_LEN:
+            return self._marked(key)  # a long chunk's template is not kept: memory stays bounded
+        masked = key[0] + key[1:].translate(_ZEROS)  # key[0], the edge flags, is a digit too
+        if masked == key:
+            return self._marked(key)
+        parts = self._template(masked).split("0")
+        digits = _DIGITS.findall(key, 1)
+        return parts[0] + "".join(d + p for d, p in zip(digits, parts[1:], strict=True))
+
+    def _marked(self, key: str) -> str:
+        left, right = _EDGES[key[0]]
+        return chunk_stream(key[1:], self._rules, self._classes, left, right)
 
     def _space(self, run: str) -> int:
         return self._segment(run) if len(run) <= _CACHED_LEN else self._tile(run)
@@ -128,6 +179,8 @@ class Tiler:
         table = self._table
         if table.get(seg):
             return 1  # the usual case: a whole word with its markers is one piece
+        if self._digits and _DIGITS.search(seg):
+            return self._split_digits(seg)
         n = len(seg)
         longest = self.vocab.longest
         best = [0] + [4 * n + 4] * n
@@ -145,6 +198,18 @@ class Tiler:
                 if hit and here < best[j]:
                     best[j] = here
         return best[n]
+
+    def _split_digits(self, seg: str) -> int:
+        """``seg`` tiled run by run: no piece holds a digit beside anything else, and every
+        string of up to ``_digits`` digits is a piece, none longer (``_digit_pieces``), so a
+        run of n digits costs ceil(n / _digits) and the runs between are tiled alone."""
+        total = 0
+        for run in _DIGIT_RUNS.findall(seg):
+            if "0" <= run[0] <= "9":
+                total -= -len(run) // self._digits
+            else:
+                total += self._segment(run) if len(run) <= _CACHED_LEN else self._tile(run)
+        return total
 
     def _char_cost(self, char: str) -> int:
         """A character no piece covers: a minimum tiling of its UTF-8 bytes over the byte pieces."""

@@ -9,7 +9,7 @@ from chanctx.context._message import Message
 from chanctx.context._slack_text import render_slack_text
 from chanctx.context._wire import Author, MediaRef
 
-__all__ = ["Names", "author_of", "media_of", "text_of"]
+__all__ = ["Names", "author_of", "display_name_of", "media_of", "text_of"]
 
 
 @dataclass(frozen=True)
@@ -22,8 +22,15 @@ class Names:
 
 def author_of(message: Message, names: Names) -> Author:
     user_id = message.user_id or message.bot_id or ""
-    display = names.users.get(user_id) or message.author_name or user_id or "unknown"
+    display = display_name_of(message, names)
     return Author(user_id=user_id, display_name=display, is_bot=message.is_bot or message.is_self)
+
+
+def display_name_of(message: Message, names: Names) -> str:
+    """The author's name as ``author_of`` gives it, without building the model (a block's
+    lines need only the name, and validating an ``Author`` per line cost more than the rest)."""
+    user_id = message.user_id or message.bot_id or ""
+    return names.users.get(user_id) or message.author_name or user_id or "unknown"
 
 
 def media_of(message: Message) -> list[MediaRef]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from chanctx.context.errors import InvalidTimestamp
 
@@ -29,5 +30,11 @@ def iso_from_ts(ts: str) -> str:
     Seconds are enough for a reader; the exact ts stays in ``message_id``. The integer part is
     parsed as an integer so no float rounding can move a message into the next second.
     """
-    whole = int(validate_ts(ts).split(".", 1)[0])
+    return _iso_of_second(int(validate_ts(ts).split(".", 1)[0]))
+
+
+@lru_cache(maxsize=16_384)
+def _iso_of_second(whole: int) -> str:
+    """Remembered per second: an answer writes every message's time, the same messages query
+    after query, and ``strftime`` was a tenth of rendering a block."""
     return datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -23,7 +23,7 @@ from typing import Final, Literal
 
 from chanctx.context import Message, Names, TokenCounter, iso_from_ts
 from chanctx.context.budget import Chunk, pack
-from chanctx.context.render import author_of, text_of
+from chanctx.context.render import display_name_of, text_of
 from chanctx.tools._context_tool import PER_THREAD
 from chanctx.tools._indexed import SearchScope
 from chanctx.tools._keywords import terms
@@ -116,7 +116,7 @@ class ExtraBlock:
 
 
 def _line(message: Message, names: Names) -> str:
-    return f"[{iso_from_ts(message.ts)}] {author_of(message, names).display_name}: " + " ".join(
+    return f"[{iso_from_ts(message.ts)}] {display_name_of(message, names)}: " + " ".join(
         text_of(message, names).split()
     )
 
