@@ -13,6 +13,12 @@ answer at a time under a shared lock, so both see the same load. Each asks ``--q
 intents once (older matches pulled in), then the same intents ``--rounds`` times again. The
 answers must be identical; the table gives p50 / p95 in ms, the ratio, and how many threads
 each read from the caches or the store.
+
+``--served`` asks the same question of two real ``chanctx run --http`` processes instead
+(before and after, each on its own copy of the store, one answer at a time in turns, new
+intents only, over HTTP with a new connection each as ``bench.store_served`` asks), with a body
+the API refuses (422: routing, key and body checks, no answer) beside each answer: the table
+says what HTTP costs apart from the answer.
 """
 
 from __future__ import annotations
@@ -177,6 +183,96 @@ def report(args: argparse.Namespace, rows: dict[int, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def served(data: Path, shadow: Path, work: Path, queries: int) -> dict[str, dict[str, Any]]:
+    """Both sides served: answer and 422 times (seconds) per side, and the answers compared."""
+    import urllib.error
+    import urllib.request
+
+    from chanctx.bot.replay.fake_anthropic import FakeAnthropicAPI
+    from chanctx.bot.replay.fake_slack import FakeSlackAPI
+
+    from bench._process import BotProcess
+    from bench._served_process import KEY, ask, slack_state
+    from bench.beyond_budget import CHANNEL
+    from bench.search_speed import Corpus
+
+    keys = work / "keys.json"
+    keys.write_text(json.dumps({KEY: "*"}))
+    intents = Corpus(seed=11).intents(queries + 12)
+    refused = json.dumps({"channel": CHANNEL}).encode()  # no query: 422
+
+    def refuse(base: str) -> float:
+        request = urllib.request.Request(
+            base + "/api/context/query", data=refused, method="POST",
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"},
+        )  # fmt: skip
+        started = time.perf_counter()
+        try:
+            urllib.request.urlopen(request, timeout=60).close()
+        except urllib.error.HTTPError as error:
+            error.read()
+            if error.code != 422:
+                raise
+        return time.perf_counter() - started
+
+    paths = {"before": f"{shadow}{os.pathsep}{ROOT}", "after": str(ROOT)}
+    out: dict[str, dict[str, Any]] = {
+        s: {"answer": [], "refused": [], "answers": []} for s in paths
+    }
+    with FakeSlackAPI(slack_state([CHANNEL])) as slack, FakeAnthropicAPI() as claude:
+        bots: dict[str, BotProcess] = {}
+        for side, path in paths.items():
+            copy = work / side / "data"
+            shutil.copytree(data, copy)
+            (copy / "channels.lock").unlink(missing_ok=True)
+            bots[side] = BotProcess(
+                copy, slack.url, claude.url, extra_args=("--api-keys", str(keys)),
+                env={"PYTHONPATH": path},
+            )  # fmt: skip
+        try:
+            for bot in bots.values():
+                bot.start(60)
+            bases = {s: b.url.removesuffix("/slack/events") for s, b in bots.items()}
+            for _ in range(2):  # the first asks start the index builds; the second finds them
+                for base in bases.values():
+                    for intent in intents[:12]:
+                        ask(base, CHANNEL, intent)
+                time.sleep(5)
+            for number, intent in enumerate(intents[12:]):
+                for side in list(paths)[:: 1 if number % 2 == 0 else -1]:
+                    took, body = ask(bases[side], CHANNEL, intent)
+                    out[side]["answer"].append(took)
+                    out[side]["answers"].append(hashlib.sha256(body).hexdigest())
+                    out[side]["refused"].append(refuse(bases[side]))
+        finally:
+            for bot in bots.values():
+                bot.stop()
+    return out
+
+
+def served_report(args: argparse.Namespace, size: int, sides: dict[str, dict[str, Any]]) -> str:
+    load = os.getloadavg()[0]
+    lines = [
+        f"`python -m bench.answer_path --served --sizes {size} --queries {args.queries} "
+        f"--before {args.before}`: two real `chanctx run --http` (before: {args.before}, after:",
+        "this tree), each on a copy of one store, answering in turns; each new intent asked once",
+        "(JSON, messages only), and beside each answer a body the API refuses (422, no answer).",
+        f"p50 / p95 in ms, load {load:.1f} at the end.",
+        "",
+        "| messages | | before | after | before / after (p50) |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for key, label in (("answer", "answer"), ("refused", "422")):
+        (b50, b95), (a50, a95) = _p(sides["before"][key]), _p(sides["after"][key])
+        lines.append(
+            f"| {size:,} | {label} | {b50:,.1f} / {b95:,.1f} | {a50:,.1f} / {a95:,.1f} | "
+            f"{b50 / a50:.2f}x |"
+        )
+    same = sides["before"]["answers"] == sides["after"]["answers"]
+    lines.append(f"| {size:,} | answers | | {'identical' if same else 'DIFFERENT'} | |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] = ()) -> None:
     if argv[:1] == ["--worker"]:
         data, out, lock, other, queries, rounds, fmt = argv[1:8]
@@ -190,6 +286,7 @@ def main(argv: Sequence[str] = ()) -> None:
     parser.add_argument("--dir", type=Path, default=None, help="keep the stores here, reuse them")
     parser.add_argument("--format", choices=("json", "markdown", "text"), default="json")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--served", action="store_true", help="over HTTP, two real bots")
     args = parser.parse_args(argv)
     from bench.beyond_budget import fill
 
@@ -205,12 +302,20 @@ def main(argv: Sequence[str] = ()) -> None:
                 fill(data, size)
             turn = work / str(size)
             turn.mkdir()
+            if args.served:
+                body = served_report(args, size, served(data, shadow, turn, args.queries))
+                print(body)
+                if not args.no_write:
+                    write_section("Answer path served", body)
+                continue
             rows[size] = measure(data, shadow, turn, args)
             print(size, {s: _p(r["again"]) for s, r in rows[size].items()}, flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if args.dir is None:
             shutil.rmtree(root, ignore_errors=True)
+    if args.served:
+        return
     body = report(args, rows)
     print(body)
     if not args.no_write:
