@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 
 import psycopg
 from chanctx.cache import ts_key
 from chanctx.cache.channel_store._apply_events import EventApplier, RowMessage
 from chanctx.cache.channel_store._pg_schema import TS_CONFIG
+from chanctx.cache.channel_store._pg_sql import pyformat
 from chanctx.cache.channel_store._records import MessagePosted, StoreEvent, WriteResult
 from chanctx.cache.channel_store._rows import MessageRow, document, row_from_message
 from chanctx.context import Message
@@ -110,7 +110,7 @@ class PgApplier(EventApplier[PgRow]):
         return self.conn.execute(query.encode(), args)
 
     def _run(self, query: str, args: Sequence[object]) -> None:
-        self._sql(_placeholders(query), args)
+        self._sql(pyformat(query), args)
 
     def load(self, chan: int, keys: Sequence[int]) -> dict[int, PgRow]:
         """The stored rows among ``keys`` of the channel, by key, in one query (remembered
@@ -271,9 +271,3 @@ class PgApplier(EventApplier[PgRow]):
             (team, json.dumps(file_id)),
         ).fetchall()
         return [(str(channel), int(chan), PgRow(*columns)) for channel, chan, *columns in found]
-
-
-@cache
-def _placeholders(query: str) -> str:
-    """``query`` with the shared ``?`` placeholders spelt as psycopg's ``%s``."""
-    return query.replace("?", "%s")
