@@ -143,16 +143,7 @@ class PgReads(SharedReads):
                     backfill=self.cursor(team, channel),
                 )
             )
-        return StoreStats(
-            path=self.where,
-            schema_version=self.schema_version,
-            channels=len(per),
-            messages=sum(c.messages for c in per),
-            threads=sum(c.threads for c in per),
-            tombstones=sum(c.tombstones for c in per),
-            bytes_on_disk=self.bytes_on_disk(),
-            per_channel=per,
-        )
+        return self._totals(self.where, self.schema_version, per)
 
     def bytes_on_disk(self) -> int:
         """The store's tables with their TOAST and indexes (dead tuples included until the

@@ -165,16 +165,7 @@ class Reads(SharedReads):
                 )
             )
         version = int(self._query("PRAGMA user_version")[0][0])
-        return StoreStats(
-            path=str(self.path),
-            schema_version=version,
-            channels=len(per),
-            messages=sum(c.messages for c in per),
-            threads=sum(c.threads for c in per),
-            tombstones=sum(c.tombstones for c in per),
-            bytes_on_disk=self.bytes_on_disk(),
-            per_channel=per,
-        )
+        return self._totals(str(self.path), version, per)
 
     def bytes_on_disk(self) -> int:
         total = 0

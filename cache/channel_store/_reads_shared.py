@@ -14,7 +14,13 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from chanctx.cache import ts_key
-from chanctx.cache.channel_store._records import BackfillCursor, ChannelKey, Scope
+from chanctx.cache.channel_store._records import (
+    BackfillCursor,
+    ChannelKey,
+    ChannelStats,
+    Scope,
+    StoreStats,
+)
 from chanctx.cache.channel_store._rows import message_from_row
 from chanctx.context import FileRef, Message
 
@@ -35,6 +41,10 @@ class SharedReads(ABC):
     @abstractmethod
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         """The rows of ``sql`` (``?`` placeholders)."""
+
+    @abstractmethod
+    def bytes_on_disk(self) -> int:
+        """What the store takes on disk (each backend counts its own)."""
 
     def _chan(self, team: str, channel: str) -> int | None:
         found = self._chan_ids.get((team, channel))
@@ -168,3 +178,18 @@ class SharedReads(ABC):
         if team is not None:
             sql, args = sql + " WHERE team = ?", [team]
         return [ChannelKey(t, c) for t, c in self._read(sql + " ORDER BY team, channel", args)]
+
+    # -- stats --------------------------------------------------------------------------------
+
+    def _totals(self, where: str, schema_version: int, per: list[ChannelStats]) -> StoreStats:
+        """The store's stats from its channels' (each backend counts those its own way)."""
+        return StoreStats(
+            path=where,
+            schema_version=schema_version,
+            channels=len(per),
+            messages=sum(c.messages for c in per),
+            threads=sum(c.threads for c in per),
+            tombstones=sum(c.tombstones for c in per),
+            bytes_on_disk=self.bytes_on_disk(),
+            per_channel=per,
+        )
