@@ -29,7 +29,7 @@ from chanctx.context import Message
 
 __all__ = ["Applier"]
 
-_COLUMNS = "id, ts, thread_ts, user_id, text, reply_count, flags, more, version, deleted"
+_COLUMNS = "ts, thread_ts, user_id, text, reply_count, flags, more, version, deleted, id"
 _DELETED_FLAG = 8
 _INSERT = (
     "INSERT INTO messages (chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
@@ -39,16 +39,8 @@ _INSERT = (
 
 @dataclass(slots=True)
 class _Row(RowMessage):
-    id: int
-    ts: str
-    thread_ts: str | None
-    user_id: str
-    text: str
-    reply_count: int
-    flags: int
-    more: str | None
-    version: int
     deleted: int
+    id: int
 
 
 class Applier(EventApplier[_Row]):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from chanctx.cache import ts_key
@@ -46,10 +47,11 @@ __all__ = ["EventApplier", "RowMessage"]
 Row = TypeVar("Row", bound=StoredRow)
 
 
+@dataclass(slots=True)
 class RowMessage:
-    """The message a stored row holds (mixed into each backend's row dataclass)."""
+    """The columns of a stored row both backends read back, and the message they make (each
+    backend's row adds its own ``deleted`` and what else it keeps)."""
 
-    __slots__ = ()
     ts: str
     thread_ts: str | None
     user_id: str
@@ -57,6 +59,7 @@ class RowMessage:
     reply_count: int
     flags: int
     more: str | None
+    version: int
 
     def message(self, channel: str) -> Message:
         return message_from_row(

@@ -59,14 +59,6 @@ _FROM_INCOMING = (
 
 @dataclass(slots=True)
 class PgRow(RowMessage):
-    ts: str
-    thread_ts: str | None
-    user_id: str
-    text: str
-    reply_count: int
-    flags: int
-    more: str | None
-    version: int
     deleted: bool
 
 
@@ -144,14 +136,7 @@ class PgApplier(EventApplier[PgRow]):
                 wanted.setdefault((event.team, event.message.channel), set()).add(key)
         for (team, channel), keys in wanted.items():
             chan, _ = self.channel(team, channel)
-            rows = self._sql(
-                f"SELECT ts_key, {_COLUMNS} FROM messages WHERE chan = %s AND ts_key = ANY(%s)",
-                (chan, sorted(keys)),
-            ).fetchall()
-            for key in keys:
-                self._rows[(chan, key)] = None
-            for found in rows:
-                self._rows[(chan, int(found[0]))] = PgRow(*found[1:])
+            self.load(chan, list(keys))
 
     # -- channels and rows --------------------------------------------------------------------
 
