@@ -65,6 +65,7 @@ from chanctx.tools._search import search
 
 from bench._pg_served import identity_lines, serve_both, served_table, warm
 from bench._results import write_section
+from bench._timed_search import timed_searches
 from bench.search_speed import Corpus
 from bench.store import QUERIES, TEAM, FastCorpus
 from bench.store_served import probe_word
@@ -168,18 +169,7 @@ def _served(store: ChannelStore, channel: str, budget: int, intents: list[str]) 
     assert scope is not None
     indexed = len(scope.index)
     names = Names(users=Corpus(0).users, channels={channel: "engineering"})
-    took: list[float] = []
-    for intent in intents:
-        started = time.perf_counter()
-        scope = engine.search_scope(channel, hidden=frozenset(), held=frozenset())
-        assert scope is not None
-        with scope.index.lock:
-            scope.prepare(intent, names)
-            search(
-                scope.index, intent=intent, authors=(), since=None, names=names, now=None,
-                limit=25, per_thread=3,
-            )  # fmt: skip
-        took.append(time.perf_counter() - started)
+    took = timed_searches(engine, channel, intents, names, limit=25, per_thread=3)
     p50, p95 = _percentiles(took)
     del engine, scope
     gc.collect()

@@ -145,7 +145,8 @@ def channel_context_in_process(
     from chanctx.bot.slack.intake import SelfIdentity
     from chanctx.tools import IndexedHistory
     from chanctx.tools._context_tool import PER_THREAD
-    from chanctx.tools._search import search
+
+    from bench._timed_search import timed_searches
 
     opened = OpenStore(SqliteChannelStore(data, read_only=True))
     engine = ContextEngine(
@@ -160,18 +161,7 @@ def channel_context_in_process(
             if time.monotonic() - waited > 1_800:
                 raise SystemExit(f"{channel}: no index built in the bench process in 30 min")
             time.sleep(0.5)
-        took: list[float] = []
-        for intent in intents:
-            started = time.perf_counter()
-            scope = engine.search_scope(channel, hidden=frozenset(), held=frozenset())
-            assert scope is not None
-            with scope.index.lock:
-                scope.prepare(intent, names)
-                search(
-                    scope.index, intent=intent, authors=(), since=None, names=names, now=None,
-                    limit=8, per_thread=PER_THREAD, hidden=scope.hidden,
-                )  # fmt: skip
-            took.append(time.perf_counter() - started)
+        took = timed_searches(engine, channel, intents, names, limit=8, per_thread=PER_THREAD)
     finally:
         opened.close()
     ordered = sorted(took)

@@ -28,6 +28,7 @@ from typing import Any
 
 import msgspec
 from chanctx.bot.export.reader import is_slack_ts
+from chanctx.bot.slack.intake import file_refs
 from chanctx.cache.channel_store import (
     MessageRow,
     index_words,
@@ -117,7 +118,6 @@ _DAY = msgspec.json.Decoder(list[_Message])
 _FILES = msgspec.json.Decoder(list[_File])
 # Intake's subtypes of a person's or a bot's message, a file share among them.
 _SHARE_SUBTYPES = _PLAIN_SUBTYPES | {"file_share"}
-_HIDDEN = frozenset({"tombstone", "hidden_by_limit"})  # a file intake leaves out
 _ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
 
 
@@ -205,18 +205,7 @@ def _shared(m: _Message) -> tuple[MessageRow, tuple[FileRef, ...]] | None:
         found = _FILES.decode(m.files)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    refs = tuple(
-        FileRef(
-            artifact_id=f.id,
-            media_type=f.mimetype or "application/octet-stream",
-            filename=f.name,
-            title=f.title,
-            byte_length=max(f.size, 0),
-            download_url=f.url_private_download or f.url_private,
-        )
-        for f in found
-        if f.mode not in _HIDDEN
-    )
+    refs = file_refs(found)
     return _full_row(m, refs), refs
 
 

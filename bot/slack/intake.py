@@ -8,9 +8,9 @@ answer; only ``bot/`` decides what does, from the action and the event type.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from chanctx.bot.slack._slack_models import SlackMessage, SlackReactionItem
 from chanctx.context import FileRef, Message, Reaction
@@ -21,17 +21,20 @@ from pydantic import ValidationError
 __all__ = [
     "Delete",
     "Edit",
+    "FileFields",
     "Ignore",
     "IntakeAction",
     "Pin",
     "React",
     "Record",
     "SelfIdentity",
+    "file_refs",
     "intake",
     "message_fault",
 ]
 
 logger = logging.getLogger("chanctx.intake")
+_HIDDEN_FILES = frozenset({"tombstone", "hidden_by_limit"})  # deleted, or hidden by a free plan
 
 # Subtypes that carry a message a person (or a bot) wrote: recorded as messages.
 _CONTENT_SUBTYPES = {None, "", "bot_message", "file_share", "thread_broadcast", "me_message"}
@@ -103,7 +106,30 @@ class Ignore:
 IntakeAction = Record | Edit | Delete | React | Pin | Ignore
 
 
-def _files(raw: SlackMessage) -> tuple[FileRef, ...]:
+class FileFields(Protocol):
+    """The fields of a Slack file a ``FileRef`` is made of (intake's model has them, and so
+    does the export reader's faster struct)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def title(self) -> str | None: ...
+    @property
+    def mimetype(self) -> str | None: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def url_private(self) -> str | None: ...
+    @property
+    def url_private_download(self) -> str | None: ...
+    @property
+    def mode(self) -> str | None: ...
+
+
+def file_refs(files: Iterable[FileFields]) -> tuple[FileRef, ...]:
+    """The message's files as ``FileRef``s, deleted ones and those a free plan hides left out."""
     return tuple(
         FileRef(
             artifact_id=f.id,
@@ -113,8 +139,8 @@ def _files(raw: SlackMessage) -> tuple[FileRef, ...]:
             byte_length=max(f.size, 0),
             download_url=f.url_private_download or f.url_private,
         )
-        for f in raw.files
-        if f.mode not in {"tombstone", "hidden_by_limit"}
+        for f in files
+        if f.mode not in _HIDDEN_FILES
     )
 
 
@@ -144,7 +170,7 @@ def to_message(raw: SlackMessage, channel: str, me: SelfIdentity) -> Message:
         bot_id=raw.bot_id or None,
         text=raw.text or "",
         subtype=raw.subtype or None,
-        files=_files(raw),
+        files=file_refs(raw.files),
         reactions=tuple(
             Reaction(name=r.name, count=r.count, users=tuple(r.users)) for r in raw.reactions
         ),
@@ -166,7 +192,9 @@ def _message_event(event: Mapping[str, Any], me: SelfIdentity) -> IntakeAction:
     if subtype == "message_changed":
         inner = SlackMessage.model_validate(event.get("message") or {})
         edited_ts = inner.edited.ts if inner.edited and inner.edited.ts else None
-        return Edit(channel, validate_ts(inner.ts), inner.text or "", edited_ts, _files(inner))
+        return Edit(
+            channel, validate_ts(inner.ts), inner.text or "", edited_ts, file_refs(inner.files)
+        )
     if subtype == "message_deleted":
         return Delete(channel, validate_ts(str(event.get("deleted_ts", ""))))
     if subtype in _MEMBERSHIP_SUBTYPES:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from chanctx.cache import ts_key
+from chanctx.cache.channel_store._apply_events import EventApplier, RowMessage
 from chanctx.cache.channel_store._fts import (
     SHARD_BITS,
     channel_code,
@@ -22,33 +23,13 @@ from chanctx.cache.channel_store._fts import (
     scoped_document,
     shard_table,
 )
-from chanctx.cache.channel_store._records import (
-    ChannelForgotten,
-    ChannelNamed,
-    CursorSaved,
-    FileDeleted,
-    FileShared,
-    MessageDeleted,
-    MessageEdited,
-    MessagePosted,
-    PinChanged,
-    ReactionChanged,
-    StoreEvent,
-    UserForgotten,
-    UserNamed,
-    WriteResult,
-)
-from chanctx.cache.channel_store._rows import (
-    document,
-    message_from_row,
-    row_from_message,
-)
-from chanctx.cache.channel_store._rules import edited, posted_over, reacted_row, tally
+from chanctx.cache.channel_store._records import WriteResult
+from chanctx.cache.channel_store._rows import document, row_from_message
 from chanctx.context import Message
 
 __all__ = ["Applier"]
 
-_COLUMNS = "id, ts, thread_ts, user_id, text, reply_count, flags, more, version, deleted"
+_COLUMNS = "ts, thread_ts, user_id, text, reply_count, flags, more, version, deleted, id"
 _DELETED_FLAG = 8
 _INSERT = (
     "INSERT INTO messages (chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
@@ -57,33 +38,14 @@ _INSERT = (
 
 
 @dataclass(slots=True)
-class _Row:
-    id: int
-    ts: str
-    thread_ts: str | None
-    user_id: str
-    text: str
-    reply_count: int
-    flags: int
-    more: str | None
-    version: int
+class _Row(RowMessage):
     deleted: int
-
-    def message(self, channel: str) -> Message:
-        return message_from_row(
-            channel,
-            self.ts,
-            self.thread_ts,
-            self.user_id,
-            self.text,
-            self.reply_count,
-            self.flags,
-            self.more,
-        )
+    id: int
 
 
-class Applier:
-    """Applies events on ``db`` (inside a transaction the caller opened)."""
+class Applier(EventApplier[_Row]):
+    """Applies events on ``db`` (inside a transaction the caller opened); the decisions are
+    :class:`EventApplier`'s, the rows and their full-text shards are kept here."""
 
     def __init__(self, db: sqlite3.Connection, *, horizon: int | None = None) -> None:
         self.db = db
@@ -116,46 +78,6 @@ class Applier:
         )
         self._chan_shards.add((chan, shard))
 
-    def apply(self, event: StoreEvent, result: WriteResult) -> None:
-        match event:
-            case MessagePosted():
-                self._post(event.team, event.message, result)
-            case MessageEdited():
-                self._edit(event, result)
-            case MessageDeleted():
-                self._delete(event.team, event.channel, event.ts, result)
-            case ReactionChanged():
-                self._react(event, result)
-            case PinChanged():
-                self._pin(event, result)
-            case FileShared():
-                self._file_shared(event, result)
-            case FileDeleted():
-                self._file_deleted(event, result)
-            case ChannelNamed():
-                chan, _ = self.channel(event.team, event.channel)
-                self.db.execute("UPDATE channels SET name = ? WHERE id = ?", (event.name, chan))
-                result.applied += 1
-            case UserNamed():
-                self.db.execute(
-                    "INSERT INTO users (team, user, name) VALUES (?, ?, ?) "
-                    "ON CONFLICT (team, user) DO UPDATE SET name = excluded.name",
-                    (event.team, event.user, event.name),
-                )
-                result.applied += 1
-            case ChannelForgotten():
-                self._forget_channel(event.team, event.channel, result)
-            case UserForgotten():
-                self._forget_user(event.team, event.user, result)
-            case CursorSaved():
-                chan, _ = self.channel(event.team, event.channel)
-                self.db.execute(
-                    "INSERT INTO cursors (chan, kind, cursor) VALUES (?, ?, ?) "
-                    "ON CONFLICT (chan, kind) DO UPDATE SET cursor = excluded.cursor",
-                    (chan, event.kind, event.cursor.model_dump_json()),
-                )
-                result.applied += 1
-
     # -- channels -----------------------------------------------------------------------------
 
     def channel(self, team: str, channel: str) -> tuple[int, int | None]:
@@ -176,9 +98,12 @@ class Applier:
         found = self._channels[(team, channel)] = (int(row[0]), row[1])
         return found
 
-    def _mark_erased(self, row_id: int, result: WriteResult) -> None:
-        """The index shard of row ``row_id`` held words now erased: the erase pass merges it."""
-        self.db.execute("UPDATE shards SET pending = 1 WHERE id = ?", (row_id >> SHARD_BITS,))
+    def _run(self, query: str, args: Sequence[object]) -> None:
+        self.db.execute(query, args)
+
+    def _mark_erased(self, old: _Row, result: WriteResult) -> None:
+        """The index shard of row ``old`` held words now erased: the erase pass merges it."""
+        self.db.execute("UPDATE shards SET pending = 1 WHERE id = ?", (old.id >> SHARD_BITS,))
         result.erased = True
 
     # -- rows ---------------------------------------------------------------------------------
@@ -253,136 +178,6 @@ class Applier:
             self._index(chan, old.id, text, more)
         return old.id
 
-    # -- messages -----------------------------------------------------------------------------
-
-    def _post(self, team: str, message: Message, result: WriteResult) -> None:
-        if message.deleted:
-            self._delete(team, message.channel, message.ts, result)
-            return
-        chan, erased_through = self.channel(team, message.channel)
-        key = ts_key(message.ts)
-        if erased_through is not None and key <= erased_through:
-            result.deleted += 1
-            return
-        if self.horizon is not None and key < self.horizon:
-            result.expired += 1
-            return
-        if self._insert_new(chan, message):
-            result.applied += 1
-            return
-        old = self._row(chan, key)
-        assert old is not None  # the key was taken, inside this transaction
-        posted = posted_over(message, old)
-        if posted.message is None:
-            if posted.outcome == "deleted":
-                result.deleted += 1
-            else:
-                result.known += 1
-            return
-        self._write(chan, posted.message, old)
-        if posted.erases:
-            self._mark_erased(old.id, result)
-        result.applied += 1
-
-    def _edit(self, event: MessageEdited, result: WriteResult) -> None:
-        chan, _ = self.channel(event.team, event.channel)
-        old = self._row(chan, ts_key(event.ts))
-        after = edited(old, event)
-        if isinstance(after, str):
-            tally(result, after)
-            return
-        self._write(chan, after, old)
-        assert old is not None  # an edit of no stored row is not applied
-        self._mark_erased(old.id, result)
-        result.applied += 1
-
-    def _delete(self, team: str, channel: str, ts: str, result: WriteResult) -> None:
-        chan, _ = self.channel(team, channel)
-        key = ts_key(ts)
-        old = self._row(chan, key)
-        if old is not None and old.deleted:
-            result.known += 1
-            return
-        stone = Message.model_construct(channel=channel, ts=ts, deleted=True)
-        if old is None:
-            self._write(chan, stone, None)  # remembered, so an older copy cannot return
-            result.applied += 1
-            return
-        before = old.message(channel)
-        if before.thread_ts is not None:
-            stone = stone.model_copy(
-                update={"thread_ts": before.thread_ts, "reply_count": before.reply_count}
-            )
-        self._write(chan, stone, old)
-        self.db.execute("DELETE FROM pins WHERE chan = ? AND ts_key = ?", (chan, key))
-        if before.is_reply:
-            assert before.thread_ts is not None
-            self.db.execute(
-                "UPDATE messages SET reply_count = reply_count - 1 "
-                "WHERE chan = ? AND ts_key = ? AND reply_count > 0",
-                (chan, ts_key(before.thread_ts)),
-            )
-        self._mark_erased(old.id, result)
-        result.applied += 1
-
-    def _react(self, event: ReactionChanged, result: WriteResult) -> None:
-        chan, _ = self.channel(event.team, event.channel)
-        old = self._row(chan, ts_key(event.ts))
-        after = reacted_row(old, event)
-        if isinstance(after, str):
-            tally(result, after)
-            return
-        self._write(chan, after, old)
-        result.applied += 1
-
-    def _pin(self, event: PinChanged, result: WriteResult) -> None:
-        chan, _ = self.channel(event.team, event.channel)
-        key = ts_key(event.ts)
-        old = self._row(chan, key)
-        if old is None or old.deleted:
-            result.unknown += 1
-            return
-        if event.pinned:
-            self.db.execute(
-                "INSERT OR REPLACE INTO pins (chan, ts_key, user) VALUES (?, ?, ?)",
-                (chan, key, event.user),
-            )
-        else:
-            self.db.execute("DELETE FROM pins WHERE chan = ? AND ts_key = ?", (chan, key))
-        result.applied += 1
-
-    def _file_shared(self, event: FileShared, result: WriteResult) -> None:
-        chan = key = None
-        if event.channel is not None:
-            chan, _ = self.channel(event.team, event.channel)
-            key = None if event.ts is None else ts_key(event.ts)
-        self.db.execute(
-            "INSERT OR REPLACE INTO files (team, file_id, chan, ts_key, record) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (event.team, event.file.artifact_id, chan, key, event.file.model_dump_json()),
-        )
-        result.applied += 1
-
-    def _file_deleted(self, event: FileDeleted, result: WriteResult) -> None:
-        self.db.execute(
-            "DELETE FROM files WHERE team = ? AND file_id = ?", (event.team, event.file_id)
-        )
-        needle = json.dumps(event.file_id)
-        carriers = self.db.execute(
-            f"SELECT c.channel, c.id, {', '.join('m.' + c for c in _COLUMNS.split(', '))} "
-            "FROM messages m JOIN channels c ON c.id = m.chan "
-            "WHERE c.team = ? AND m.more LIKE ? ESCAPE '\\'",
-            (event.team, "%" + _like(needle) + "%"),
-        ).fetchall()
-        for channel, chan, *columns in carriers:
-            old = _Row(*columns)
-            before = old.message(channel)
-            kept = tuple(f for f in before.files if f.artifact_id != event.file_id)
-            if kept != before.files:
-                self._write(chan, before.model_copy(update={"files": kept}), old)
-                self._mark_erased(old.id, result)
-        result.applied += 1
-
     # -- forgetting ---------------------------------------------------------------------------
 
     def _forget_channel(self, team: str, channel: str, result: WriteResult) -> None:
@@ -411,18 +206,46 @@ class Applier:
         result.applied += 1
         result.erased = True
 
-    def _forget_user(self, team: str, user: str, result: WriteResult) -> None:
+    def _drop_user(self, team: str, user: str) -> list[tuple[str, str]]:
         self.db.execute("DELETE FROM users WHERE team = ? AND user = ?", (team, user))
-        owned = self.db.execute(
+        owned: list[tuple[str, str]] = self.db.execute(
             "SELECT c.channel, m.ts FROM messages m JOIN channels c ON c.id = m.chan "
             "WHERE c.team = ? AND m.user_id = ? AND m.deleted = 0",
             (team, user),
         ).fetchall()
-        ignored = WriteResult()
-        for channel, ts in owned:
-            self._delete(team, channel, ts, ignored)
-        result.applied += 1
-        result.erased = True
+        return owned
+
+    # -- the statements spelt for SQLite ------------------------------------------------------
+
+    def _name_user(self, team: str, user: str, name: str) -> None:
+        self.db.execute(
+            "INSERT INTO users (team, user, name) VALUES (?, ?, ?) "
+            "ON CONFLICT (team, user) DO UPDATE SET name = excluded.name",
+            (team, user, name),
+        )
+
+    def _set_pin(self, chan: int, key: int, user: str) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO pins (chan, ts_key, user) VALUES (?, ?, ?)", (chan, key, user)
+        )
+
+    def _save_file(
+        self, team: str, file_id: str, chan: int | None, key: int | None, record: str
+    ) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO files (team, file_id, chan, ts_key, record) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (team, file_id, chan, key, record),
+        )
+
+    def _carriers(self, team: str, file_id: str) -> list[tuple[str, int, _Row]]:
+        found = self.db.execute(
+            f"SELECT c.channel, c.id, {', '.join('m.' + c for c in _COLUMNS.split(', '))} "
+            "FROM messages m JOIN channels c ON c.id = m.chan "
+            "WHERE c.team = ? AND m.more LIKE ? ESCAPE '\\'",
+            (team, "%" + _like(json.dumps(file_id)) + "%"),
+        ).fetchall()
+        return [(channel, chan, _Row(*columns)) for channel, chan, *columns in found]
 
 
 def unindex(db: sqlite3.Connection, chan: int, row_id: int, text: str, more: str | None) -> None:

@@ -19,30 +19,11 @@ from dataclasses import dataclass
 
 import psycopg
 from chanctx.cache import ts_key
+from chanctx.cache.channel_store._apply_events import EventApplier, RowMessage
 from chanctx.cache.channel_store._pg_schema import TS_CONFIG
-from chanctx.cache.channel_store._records import (
-    ChannelForgotten,
-    ChannelNamed,
-    CursorSaved,
-    FileDeleted,
-    FileShared,
-    MessageDeleted,
-    MessageEdited,
-    MessagePosted,
-    PinChanged,
-    ReactionChanged,
-    StoreEvent,
-    UserForgotten,
-    UserNamed,
-    WriteResult,
-)
-from chanctx.cache.channel_store._rows import (
-    MessageRow,
-    document,
-    message_from_row,
-    row_from_message,
-)
-from chanctx.cache.channel_store._rules import edited, posted_over, reacted_row, tally
+from chanctx.cache.channel_store._pg_sql import pyformat
+from chanctx.cache.channel_store._records import MessagePosted, StoreEvent, WriteResult
+from chanctx.cache.channel_store._rows import MessageRow, document, row_from_message
 from chanctx.context import Message
 from psycopg.rows import TupleRow
 
@@ -77,32 +58,13 @@ _FROM_INCOMING = (
 
 
 @dataclass(slots=True)
-class PgRow:
-    ts: str
-    thread_ts: str | None
-    user_id: str
-    text: str
-    reply_count: int
-    flags: int
-    more: str | None
-    version: int
+class PgRow(RowMessage):
     deleted: bool
 
-    def message(self, channel: str) -> Message:
-        return message_from_row(
-            channel,
-            self.ts,
-            self.thread_ts,
-            self.user_id,
-            self.text,
-            self.reply_count,
-            self.flags,
-            self.more,
-        )
 
-
-class PgApplier:
-    """Applies one batch on ``conn`` inside the transaction the caller opened."""
+class PgApplier(EventApplier[PgRow]):
+    """Applies one batch on ``conn`` inside the transaction the caller opened (the decisions
+    are :class:`EventApplier`'s; the row reads and held-back writes are kept here)."""
 
     def __init__(self, conn: Conn, horizon: int | None) -> None:
         self.conn = conn
@@ -139,6 +101,9 @@ class PgApplier:
         self.flush()
         return self.conn.execute(query.encode(), args)
 
+    def _run(self, query: str, args: Sequence[object]) -> None:
+        self._sql(pyformat(query), args)
+
     def load(self, chan: int, keys: Sequence[int]) -> dict[int, PgRow]:
         """The stored rows among ``keys`` of the channel, by key, in one query (remembered
         for the batch's per-event rule)."""
@@ -171,54 +136,7 @@ class PgApplier:
                 wanted.setdefault((event.team, event.message.channel), set()).add(key)
         for (team, channel), keys in wanted.items():
             chan, _ = self.channel(team, channel)
-            rows = self._sql(
-                f"SELECT ts_key, {_COLUMNS} FROM messages WHERE chan = %s AND ts_key = ANY(%s)",
-                (chan, sorted(keys)),
-            ).fetchall()
-            for key in keys:
-                self._rows[(chan, key)] = None
-            for found in rows:
-                self._rows[(chan, int(found[0]))] = PgRow(*found[1:])
-
-    def apply(self, event: StoreEvent, result: WriteResult) -> None:
-        match event:
-            case MessagePosted():
-                self._post(event.team, event.message, result)
-            case MessageEdited():
-                self._edit(event, result)
-            case MessageDeleted():
-                self._delete(event.team, event.channel, event.ts, result)
-            case ReactionChanged():
-                self._react(event, result)
-            case PinChanged():
-                self._pin(event, result)
-            case FileShared():
-                self._file_shared(event, result)
-            case FileDeleted():
-                self._file_deleted(event, result)
-            case ChannelNamed():
-                chan, _ = self.channel(event.team, event.channel)
-                self._sql("UPDATE channels SET name = %s WHERE id = %s", (event.name, chan))
-                result.applied += 1
-            case UserNamed():
-                self._sql(
-                    "INSERT INTO users (team, user_id, name) VALUES (%s, %s, %s) "
-                    "ON CONFLICT (team, user_id) DO UPDATE SET name = excluded.name",
-                    (event.team, event.user, event.name),
-                )
-                result.applied += 1
-            case ChannelForgotten():
-                self._forget_channel(event.team, event.channel, result)
-            case UserForgotten():
-                self._forget_user(event.team, event.user, result)
-            case CursorSaved():
-                chan, _ = self.channel(event.team, event.channel)
-                self._sql(
-                    "INSERT INTO cursors (chan, kind, cursor) VALUES (%s, %s, %s) "
-                    "ON CONFLICT (chan, kind) DO UPDATE SET cursor = excluded.cursor",
-                    (chan, event.kind, event.cursor.model_dump_json()),
-                )
-                result.applied += 1
+            self.load(chan, list(keys))
 
     # -- channels and rows --------------------------------------------------------------------
 
@@ -249,7 +167,21 @@ class PgApplier:
         row = self._rows[(chan, key)] = None if found is None else PgRow(*found)
         return row
 
-    def _write(self, chan: int, message: Message) -> None:
+    def _insert_new(self, chan: int, message: Message) -> bool:
+        if self._row(chan, ts_key(message.ts)) is not None:
+            return False
+        self._write(chan, message, None)
+        return True
+
+    def _mark_erased(self, old: PgRow, result: WriteResult) -> None:
+        """The row's ``doc`` column was rewritten with it: only the caller needs to know."""
+        result.erased = True
+
+    def _uncount_reply(self, chan: int, root: int) -> None:
+        super()._uncount_reply(chan, root)
+        self._rows.pop((chan, root), None)  # read again when touched
+
+    def _write(self, chan: int, message: Message, old: PgRow | None = None) -> None:
         """Insert or replace the row of ``message`` (its lexemes in the same statement)."""
         key, ts, thread_key, thread_ts, user, text, replies, flags, more, version, deleted = (
             row_from_message(message)
@@ -262,137 +194,6 @@ class PgApplier:
         self._rows[(chan, key)] = PgRow(
             ts, thread_ts, user, text, replies, flags, more, version, bool(deleted)
         )
-
-    # -- messages -----------------------------------------------------------------------------
-
-    def _post(self, team: str, message: Message, result: WriteResult) -> None:
-        if message.deleted:
-            self._delete(team, message.channel, message.ts, result)
-            return
-        chan, erased_through = self.channel(team, message.channel)
-        key = ts_key(message.ts)
-        if erased_through is not None and key <= erased_through:
-            result.deleted += 1
-            return
-        if self.horizon is not None and key < self.horizon:
-            result.expired += 1
-            return
-        old = self._row(chan, key)
-        if old is None:
-            self._write(chan, message)
-            result.applied += 1
-            return
-        posted = posted_over(message, old)
-        if posted.message is None:
-            if posted.outcome == "deleted":
-                result.deleted += 1
-            else:
-                result.known += 1
-            return
-        self._write(chan, posted.message)
-        if posted.erases:
-            result.erased = True
-        result.applied += 1
-
-    def _edit(self, event: MessageEdited, result: WriteResult) -> None:
-        chan, _ = self.channel(event.team, event.channel)
-        old = self._row(chan, ts_key(event.ts))
-        after = edited(old, event)
-        if isinstance(after, str):
-            tally(result, after)
-            return
-        self._write(chan, after)
-        result.erased = True
-        result.applied += 1
-
-    def _delete(self, team: str, channel: str, ts: str, result: WriteResult) -> None:
-        chan, _ = self.channel(team, channel)
-        key = ts_key(ts)
-        old = self._row(chan, key)
-        if old is not None and old.deleted:
-            result.known += 1
-            return
-        stone = Message.model_construct(channel=channel, ts=ts, deleted=True)
-        if old is None:
-            self._write(chan, stone)  # remembered, so an older copy cannot return
-            result.applied += 1
-            return
-        before = old.message(channel)
-        if before.thread_ts is not None:
-            stone = stone.model_copy(
-                update={"thread_ts": before.thread_ts, "reply_count": before.reply_count}
-            )
-        self._write(chan, stone)
-        self._sql("DELETE FROM pins WHERE chan = %s AND ts_key = %s", (chan, key))
-        if before.is_reply:
-            assert before.thread_ts is not None
-            root = ts_key(before.thread_ts)
-            self._sql(
-                "UPDATE messages SET reply_count = reply_count - 1 "
-                "WHERE chan = %s AND ts_key = %s AND reply_count > 0",
-                (chan, root),
-            )
-            self._rows.pop((chan, root), None)  # read again when touched
-        result.erased = True
-        result.applied += 1
-
-    def _react(self, event: ReactionChanged, result: WriteResult) -> None:
-        chan, _ = self.channel(event.team, event.channel)
-        old = self._row(chan, ts_key(event.ts))
-        after = reacted_row(old, event)
-        if isinstance(after, str):
-            tally(result, after)
-            return
-        self._write(chan, after)
-        result.applied += 1
-
-    def _pin(self, event: PinChanged, result: WriteResult) -> None:
-        chan, _ = self.channel(event.team, event.channel)
-        key = ts_key(event.ts)
-        old = self._row(chan, key)
-        if old is None or old.deleted:
-            result.unknown += 1
-            return
-        if event.pinned:
-            self._sql(
-                "INSERT INTO pins (chan, ts_key, user_id) VALUES (%s, %s, %s) "
-                "ON CONFLICT (chan, ts_key) DO UPDATE SET user_id = excluded.user_id",
-                (chan, key, event.user),
-            )
-        else:
-            self._sql("DELETE FROM pins WHERE chan = %s AND ts_key = %s", (chan, key))
-        result.applied += 1
-
-    def _file_shared(self, event: FileShared, result: WriteResult) -> None:
-        chan = key = None
-        if event.channel is not None:
-            chan, _ = self.channel(event.team, event.channel)
-            key = None if event.ts is None else ts_key(event.ts)
-        self._sql(
-            "INSERT INTO files (team, file_id, chan, ts_key, record) VALUES (%s, %s, %s, %s, %s) "
-            "ON CONFLICT (team, file_id) DO UPDATE SET chan = excluded.chan, "
-            "ts_key = excluded.ts_key, record = excluded.record",
-            (event.team, event.file.artifact_id, chan, key, event.file.model_dump_json()),
-        )
-        result.applied += 1
-
-    def _file_deleted(self, event: FileDeleted, result: WriteResult) -> None:
-        self._sql("DELETE FROM files WHERE team = %s AND file_id = %s", (event.team, event.file_id))
-        needle = json.dumps(event.file_id)
-        carriers = self._sql(
-            f"SELECT c.channel, c.id, m.ts_key, {', '.join('m.' + c for c in _COLUMNS.split(', '))} "
-            "FROM messages m JOIN channels c ON c.id = m.chan "
-            "WHERE c.team = %s AND strpos(m.more, %s) > 0",
-            (event.team, needle),
-        ).fetchall()
-        for channel, chan, _key, *columns in carriers:
-            old = PgRow(*columns)
-            before = old.message(str(channel))
-            kept = tuple(f for f in before.files if f.artifact_id != event.file_id)
-            if kept != before.files:
-                self._write(int(chan), before.model_copy(update={"files": kept}))
-                result.erased = True
-        result.applied += 1
 
     # -- forgetting ---------------------------------------------------------------------------
 
@@ -412,15 +213,46 @@ class PgApplier:
         result.applied += 1
         result.erased = True
 
-    def _forget_user(self, team: str, user: str, result: WriteResult) -> None:
+    def _drop_user(self, team: str, user: str) -> list[tuple[str, str]]:
         self._sql("DELETE FROM users WHERE team = %s AND user_id = %s", (team, user))
         owned = self._sql(
             "SELECT c.channel, m.ts FROM messages m JOIN channels c ON c.id = m.chan "
             "WHERE c.team = %s AND m.user_id = %s AND NOT m.deleted",
             (team, user),
         ).fetchall()
-        ignored = WriteResult()
-        for channel, ts in owned:
-            self._delete(team, str(channel), str(ts), ignored)
-        result.applied += 1
-        result.erased = True
+        return [(str(channel), str(ts)) for channel, ts in owned]
+
+    # -- the statements spelt for PostgreSQL --------------------------------------------------
+
+    def _name_user(self, team: str, user: str, name: str) -> None:
+        self._sql(
+            "INSERT INTO users (team, user_id, name) VALUES (%s, %s, %s) "
+            "ON CONFLICT (team, user_id) DO UPDATE SET name = excluded.name",
+            (team, user, name),
+        )
+
+    def _set_pin(self, chan: int, key: int, user: str) -> None:
+        self._sql(
+            "INSERT INTO pins (chan, ts_key, user_id) VALUES (%s, %s, %s) "
+            "ON CONFLICT (chan, ts_key) DO UPDATE SET user_id = excluded.user_id",
+            (chan, key, user),
+        )
+
+    def _save_file(
+        self, team: str, file_id: str, chan: int | None, key: int | None, record: str
+    ) -> None:
+        self._sql(
+            "INSERT INTO files (team, file_id, chan, ts_key, record) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT (team, file_id) DO UPDATE SET chan = excluded.chan, "
+            "ts_key = excluded.ts_key, record = excluded.record",
+            (team, file_id, chan, key, record),
+        )
+
+    def _carriers(self, team: str, file_id: str) -> list[tuple[str, int, PgRow]]:
+        found = self._sql(
+            f"SELECT c.channel, c.id, {', '.join('m.' + c for c in _COLUMNS.split(', '))} "
+            "FROM messages m JOIN channels c ON c.id = m.chan "
+            "WHERE c.team = %s AND strpos(m.more, %s) > 0",
+            (team, json.dumps(file_id)),
+        ).fetchall()
+        return [(str(channel), int(chan), PgRow(*columns)) for channel, chan, *columns in found]

@@ -8,7 +8,7 @@ Search candidates are ``_pg_search``'s.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -16,28 +16,29 @@ import psycopg
 from chanctx.cache import ts_key
 from chanctx.cache.channel_store._pg_errors import translated
 from chanctx.cache.channel_store._pg_search import PgSearch
+from chanctx.cache.channel_store._pg_sql import pyformat
+from chanctx.cache.channel_store._reads_shared import COLUMNS, SharedReads
 from chanctx.cache.channel_store._records import (
-    BackfillCursor,
     Candidate,
-    ChannelKey,
     ChannelStats,
-    Scope,
     StoreStats,
 )
 from chanctx.cache.channel_store._rows import message_from_row
-from chanctx.context import FileRef, Message
+from chanctx.context import Message
 from psycopg.rows import TupleRow
 
 __all__ = ["PgReads"]
 
-_COLUMNS = "ts, thread_ts, user_id, text, reply_count, flags, more"
-_SELECT = f"SELECT {_COLUMNS} FROM messages"
-_TIMELINE = "(thread_key IS NULL OR thread_key = ts_key OR flags & 16 != 0)"
+_SELECT = f"SELECT {COLUMNS} FROM messages"
 _TABLES = ("channels", "users", "messages", "pins", "files", "cursors")
 
 
-class PgReads:
+class PgReads(SharedReads):
     """The read half of the PostgreSQL store (mixed into ``PostgresChannelStore``)."""
+
+    LIVE = "NOT deleted"
+    TIMELINE = "(thread_key IS NULL OR thread_key = ts_key OR flags & 16 != 0)"
+    USER_COLUMN = "user_id"
 
     where: str
     schema_version: int
@@ -54,58 +55,10 @@ class PgReads:
         except psycopg.Error as error:
             raise translated(error, self.where) from None
 
-    def _chan(self, team: str, channel: str) -> int | None:
-        found = self._chan_ids.get((team, channel))
-        if found is None:
-            rows = self._query(
-                "SELECT id FROM channels WHERE team = %s AND channel = %s", (team, channel)
-            )
-            if not rows:
-                return None
-            found = self._chan_ids[(team, channel)] = int(rows[0][0])
-        return found
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        return self._query(pyformat(sql), args)
 
     # -- messages -----------------------------------------------------------------------------
-
-    def get(self, team: str, channel: str, ts: str) -> Message | None:
-        """The stored message at ``ts``, a tombstone (``deleted=True``, no text) included."""
-        chan = self._chan(team, channel)
-        if chan is None:
-            return None
-        rows = self._query(f"{_SELECT} WHERE chan = %s AND ts_key = %s", (chan, ts_key(ts)))
-        return message_from_row(channel, *rows[0]) if rows else None
-
-    def messages(
-        self,
-        team: str,
-        channel: str,
-        *,
-        limit: int | None = None,
-        oldest: str | None = None,
-        latest: str | None = None,
-        scope: Scope = "all",
-    ) -> list[Message]:
-        """Live messages (no tombstones) oldest to newest; ``limit`` keeps the newest."""
-        if limit is not None and (isinstance(limit, bool) or limit < 0):
-            raise ValueError(f"limit must be a non-negative integer or None, got {limit!r}")
-        chan = self._chan(team, channel)
-        if chan is None:
-            return []
-        where, args = ["chan = %s", "NOT deleted"], [chan]
-        if oldest is not None:
-            where.append("ts_key >= %s")
-            args.append(ts_key(oldest))
-        if latest is not None:
-            where.append("ts_key <= %s")
-            args.append(ts_key(latest))
-        if scope == "timeline":
-            where.append(_TIMELINE)
-        sql = f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY ts_key DESC"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        rows = self._query(sql, args)
-        rows.reverse()
-        return [message_from_row(channel, *row) for row in rows]
 
     def get_many(self, team: str, channel: str, ts: Sequence[str]) -> list[Message]:
         """The live messages among ``ts``, oldest to newest (unknown and deleted left out)."""
@@ -116,19 +69,6 @@ class PgReads:
         rows = self._query(
             f"{_SELECT} WHERE chan = %s AND NOT deleted AND ts_key = ANY(%s) ORDER BY ts_key",
             (chan, keys),
-        )
-        return [message_from_row(channel, *row) for row in rows]
-
-    def replies(self, team: str, channel: str, thread_ts: str) -> list[Message]:
-        """A thread's live replies (not its root), oldest to newest."""
-        chan = self._chan(team, channel)
-        if chan is None:
-            return []
-        root = ts_key(thread_ts)
-        rows = self._query(
-            f"{_SELECT} WHERE chan = %s AND thread_key = %s AND ts_key != %s AND NOT deleted "
-            "ORDER BY ts_key",
-            (chan, root, root),
         )
         return [message_from_row(channel, *row) for row in rows]
 
@@ -143,10 +83,10 @@ class PgReads:
             return None, []
         root = ts_key(thread_ts)
         rows = self._query(
-            f"SELECT root, {_COLUMNS} FROM ("
-            f"SELECT true AS root, ts_key, {_COLUMNS} FROM messages WHERE chan = %s "
+            f"SELECT root, {COLUMNS} FROM ("
+            f"SELECT true AS root, ts_key, {COLUMNS} FROM messages WHERE chan = %s "
             "AND ts_key = %s UNION ALL "
-            f"SELECT false, ts_key, {_COLUMNS} FROM messages WHERE chan = %s "
+            f"SELECT false, ts_key, {COLUMNS} FROM messages WHERE chan = %s "
             "AND thread_key = %s AND ts_key != %s AND NOT deleted"
             ") t ORDER BY root DESC, ts_key",
             (chan, root, chan, root, root),
@@ -155,26 +95,6 @@ class PgReads:
         if rows and rows[0][0]:
             return found[0], found[1:]
         return None, found
-
-    def iter_messages(
-        self, team: str, channel: str, *, batch: int = 10_000
-    ) -> Iterator[list[Message]]:
-        """Every live message of the channel, oldest first, ``batch`` at a time."""
-        chan = self._chan(team, channel)
-        if chan is None:
-            return
-        after = -1
-        while True:
-            rows = self._query(
-                "SELECT ts_key, ts, thread_ts, user_id, text, reply_count, flags, more "
-                "FROM messages WHERE chan = %s AND ts_key > %s AND NOT deleted "
-                f"ORDER BY ts_key LIMIT {int(batch)}",
-                (chan, after),
-            )
-            if not rows:
-                return
-            after = int(rows[-1][0])
-            yield [message_from_row(channel, *row[1:]) for row in rows]
 
     def search_candidates(
         self, team: str, channel: str, terms: Sequence[str], limit: int
@@ -188,49 +108,6 @@ class PgReads:
         if chan is None:
             return []
         return self._search.candidates(chan, terms, limit)
-
-    # -- names, pins, files, cursors ----------------------------------------------------------
-
-    def channel_names(self, team: str) -> dict[str, str]:
-        rows = self._query(
-            "SELECT channel, name FROM channels WHERE team = %s AND name IS NOT NULL", (team,)
-        )
-        return {str(c): str(n) for c, n in rows}
-
-    def user_names(self, team: str) -> dict[str, str]:
-        rows = self._query("SELECT user_id, name FROM users WHERE team = %s", (team,))
-        return {str(u): str(n) for u, n in rows}
-
-    def pins(self, team: str, channel: str) -> list[str]:
-        chan = self._chan(team, channel)
-        if chan is None:
-            return []
-        rows = self._query(
-            "SELECT m.ts FROM pins p JOIN messages m ON m.chan = p.chan AND m.ts_key = p.ts_key "
-            "WHERE p.chan = %s ORDER BY p.ts_key",
-            (chan,),
-        )
-        return [str(ts) for (ts,) in rows]
-
-    def file(self, team: str, file_id: str) -> FileRef | None:
-        rows = self._query(
-            "SELECT record FROM files WHERE team = %s AND file_id = %s", (team, file_id)
-        )
-        return FileRef.model_validate_json(rows[0][0]) if rows else None
-
-    def cursor(self, team: str, channel: str, kind: str = "history") -> BackfillCursor | None:
-        chan = self._chan(team, channel)
-        if chan is None:
-            return None
-        rows = self._query("SELECT cursor FROM cursors WHERE chan = %s AND kind = %s", (chan, kind))
-        return BackfillCursor.model_validate_json(rows[0][0]) if rows else None
-
-    def channels(self, team: str | None = None) -> list[ChannelKey]:
-        """Every channel the store knows (forgotten ones included: they keep their key)."""
-        sql, args = "SELECT team, channel FROM channels", []
-        if team is not None:
-            sql, args = sql + " WHERE team = %s", [team]
-        return [ChannelKey(t, c) for t, c in self._query(sql + " ORDER BY team, channel", args)]
 
     # -- stats --------------------------------------------------------------------------------
 
@@ -266,16 +143,7 @@ class PgReads:
                     backfill=self.cursor(team, channel),
                 )
             )
-        return StoreStats(
-            path=self.where,
-            schema_version=self.schema_version,
-            channels=len(per),
-            messages=sum(c.messages for c in per),
-            threads=sum(c.threads for c in per),
-            tombstones=sum(c.tombstones for c in per),
-            bytes_on_disk=self.bytes_on_disk(),
-            per_channel=per,
-        )
+        return self._totals(self.where, self.schema_version, per)
 
     def bytes_on_disk(self) -> int:
         """The store's tables with their TOAST and indexes (dead tuples included until the

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,25 +18,26 @@ from chanctx.cache import ts_key
 from chanctx.cache.channel_store._errors import StoreCorrupt
 from chanctx.cache.channel_store._fts import scoped_phrases
 from chanctx.cache.channel_store._fts_search import candidates
+from chanctx.cache.channel_store._reads_shared import COLUMNS, SharedReads
 from chanctx.cache.channel_store._records import (
-    BackfillCursor,
     Candidate,
-    ChannelKey,
     ChannelStats,
-    Scope,
     StoreStats,
 )
 from chanctx.cache.channel_store._rows import message_from_row
-from chanctx.context import FileRef, Message
+from chanctx.context import Message
 
 __all__ = ["Reads"]
 
-_SELECT = "SELECT ts, thread_ts, user_id, text, reply_count, flags, more FROM messages"
-_TIMELINE = "(thread_key IS NULL OR thread_key = ts_key OR flags & 16)"
+_SELECT = f"SELECT {COLUMNS} FROM messages"
 
 
-class Reads:
+class Reads(SharedReads):
     """The read half of the SQLite store (mixed into ``SqliteChannelStore``)."""
+
+    LIVE = "deleted = 0"
+    TIMELINE = "(thread_key IS NULL OR thread_key = ts_key OR flags & 16)"
+    USER_COLUMN = "user"
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -74,62 +75,10 @@ class Reads:
                 raise
             raise StoreCorrupt(self.path, str(error)) from None
 
-    def _chan(self, team: str, channel: str) -> int | None:
-        found = self._chan_ids.get((team, channel))
-        if found is None:
-            rows = self._query(
-                "SELECT id FROM channels WHERE team = ? AND channel = ?", (team, channel)
-            )
-            if not rows:
-                return None
-            found = self._chan_ids[(team, channel)] = int(rows[0][0])
-        return found
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        return self._query(sql, args)
 
     # -- messages -----------------------------------------------------------------------------
-
-    def get(self, team: str, channel: str, ts: str) -> Message | None:
-        """The stored message at ``ts``, a tombstone (``deleted=True``, no text) included."""
-        chan = self._chan(team, channel)
-        if chan is None:
-            return None
-        rows = self._query(f"{_SELECT} WHERE chan = ? AND ts_key = ?", (chan, ts_key(ts)))
-        return message_from_row(channel, *rows[0]) if rows else None
-
-    def messages(
-        self,
-        team: str,
-        channel: str,
-        *,
-        limit: int | None = None,
-        oldest: str | None = None,
-        latest: str | None = None,
-        scope: Scope = "all",
-    ) -> list[Message]:
-        """Live messages (no tombstones) oldest to newest; ``limit`` keeps the newest.
-
-        ``oldest``/``latest`` bound the ts (inclusive); ``scope="timeline"`` keeps what the
-        channel shows (top-level messages and broadcast replies), ``"all"`` adds the replies.
-        """
-        if limit is not None and (isinstance(limit, bool) or limit < 0):
-            raise ValueError(f"limit must be a non-negative integer or None, got {limit!r}")
-        chan = self._chan(team, channel)
-        if chan is None:
-            return []
-        where, args = ["chan = ?", "deleted = 0"], [chan]
-        if oldest is not None:
-            where.append("ts_key >= ?")
-            args.append(ts_key(oldest))
-        if latest is not None:
-            where.append("ts_key <= ?")
-            args.append(ts_key(latest))
-        if scope == "timeline":
-            where.append(_TIMELINE)
-        sql = f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY ts_key DESC"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        rows = self._query(sql, args)
-        rows.reverse()
-        return [message_from_row(channel, *row) for row in rows]
 
     def get_many(self, team: str, channel: str, ts: Sequence[str]) -> list[Message]:
         """The live messages among ``ts``, oldest to newest (unknown and deleted left out)."""
@@ -148,45 +97,11 @@ class Reads:
             out.extend(message_from_row(channel, *row) for row in rows)
         return out
 
-    def replies(self, team: str, channel: str, thread_ts: str) -> list[Message]:
-        """A thread's live replies (not its root), oldest to newest."""
-        chan = self._chan(team, channel)
-        if chan is None:
-            return []
-        root = ts_key(thread_ts)
-        rows = self._query(
-            f"{_SELECT} WHERE chan = ? AND thread_key = ? AND ts_key != ? AND deleted = 0 "
-            "ORDER BY ts_key",
-            (chan, root, root),
-        )
-        return [message_from_row(channel, *row) for row in rows]
-
     def thread(
         self, team: str, channel: str, thread_ts: str
     ) -> tuple[Message | None, list[Message]]:
         """``get`` of the root (a tombstone included) and ``replies``: two reads in process."""
         return self.get(team, channel, thread_ts), self.replies(team, channel, thread_ts)
-
-    def iter_messages(
-        self, team: str, channel: str, *, batch: int = 10_000
-    ) -> Iterator[list[Message]]:
-        """Every live message of the channel, oldest first, ``batch`` at a time (what warms
-        an in-memory index without holding the whole channel twice)."""
-        chan = self._chan(team, channel)
-        if chan is None:
-            return
-        after = -1
-        while True:
-            rows = self._query(
-                "SELECT ts_key, ts, thread_ts, user_id, text, reply_count, flags, more "
-                "FROM messages WHERE chan = ? AND ts_key > ? AND deleted = 0 "
-                f"ORDER BY ts_key LIMIT {int(batch)}",
-                (chan, after),
-            )
-            if not rows:
-                return
-            after = rows[-1][0]
-            yield [message_from_row(channel, *row[1:]) for row in rows]
 
     def search_candidates(
         self, team: str, channel: str, terms: Sequence[str], limit: int
@@ -209,48 +124,6 @@ class Reads:
             s for (s,) in self._query("SELECT shard FROM chan_shards WHERE chan = ?", (chan,))
         ]
         return candidates(self._query, chan, shards, phrases, limit) if shards else []
-
-    # -- names, pins, files, cursors ----------------------------------------------------------
-
-    def channel_names(self, team: str) -> dict[str, str]:
-        rows = self._query(
-            "SELECT channel, name FROM channels WHERE team = ? AND name IS NOT NULL", (team,)
-        )
-        return dict(rows)
-
-    def user_names(self, team: str) -> dict[str, str]:
-        return dict(self._query("SELECT user, name FROM users WHERE team = ?", (team,)))
-
-    def pins(self, team: str, channel: str) -> list[str]:
-        chan = self._chan(team, channel)
-        if chan is None:
-            return []
-        rows = self._query(
-            "SELECT m.ts FROM pins p JOIN messages m ON m.chan = p.chan AND m.ts_key = p.ts_key "
-            "WHERE p.chan = ? ORDER BY p.ts_key",
-            (chan,),
-        )
-        return [ts for (ts,) in rows]
-
-    def file(self, team: str, file_id: str) -> FileRef | None:
-        rows = self._query(
-            "SELECT record FROM files WHERE team = ? AND file_id = ?", (team, file_id)
-        )
-        return FileRef.model_validate_json(rows[0][0]) if rows else None
-
-    def cursor(self, team: str, channel: str, kind: str = "history") -> BackfillCursor | None:
-        chan = self._chan(team, channel)
-        if chan is None:
-            return None
-        rows = self._query("SELECT cursor FROM cursors WHERE chan = ? AND kind = ?", (chan, kind))
-        return BackfillCursor.model_validate_json(rows[0][0]) if rows else None
-
-    def channels(self, team: str | None = None) -> list[ChannelKey]:
-        """Every channel the store knows (forgotten ones included: they keep their key)."""
-        sql, args = "SELECT team, channel FROM channels", ()
-        if team is not None:
-            sql, args = sql + " WHERE team = ?", (team,)  # type: ignore[assignment]
-        return [ChannelKey(t, c) for t, c in self._query(sql + " ORDER BY team, channel", args)]
 
     # -- stats --------------------------------------------------------------------------------
 
@@ -292,16 +165,7 @@ class Reads:
                 )
             )
         version = int(self._query("PRAGMA user_version")[0][0])
-        return StoreStats(
-            path=str(self.path),
-            schema_version=version,
-            channels=len(per),
-            messages=sum(c.messages for c in per),
-            threads=sum(c.threads for c in per),
-            tombstones=sum(c.tombstones for c in per),
-            bytes_on_disk=self.bytes_on_disk(),
-            per_channel=per,
-        )
+        return self._totals(str(self.path), version, per)
 
     def bytes_on_disk(self) -> int:
         total = 0

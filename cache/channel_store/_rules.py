@@ -22,6 +22,7 @@ __all__ = [
     "posted_over",
     "reacted",
     "reacted_row",
+    "retention_horizon",
     "same_copy",
     "sort_posts",
     "tally",
@@ -72,6 +73,15 @@ def posted_over(message: Message, old: StoredRow) -> Posted:
         return Posted("known")
     erases = message.text != before.text or message.files != before.files
     return Posted("write", message, erases)
+
+
+def retention_horizon(retention_days: int | None, now: float) -> int | None:
+    """The ts key below which a message is older than the retention period (None: kept
+    forever); a period longer than the epoch's age keeps everything."""
+    if retention_days is None:
+        return None
+    seconds = int(now - retention_days * 86_400)
+    return ts_key(f"{max(seconds, 0)}.000000")
 
 
 def thread_rank(message: Message) -> tuple[int, int]:

@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import psycopg
-from chanctx.cache import ts_key
 from chanctx.cache.channel_store._pg_apply import PgApplier
 from chanctx.cache.channel_store._pg_bulk import post_bulk
 from chanctx.cache.channel_store._pg_errors import StoreUnavailable, translated
@@ -41,6 +40,7 @@ from chanctx.cache.channel_store._records import (
     WriteResult,
 )
 from chanctx.cache.channel_store._rows import MessageRow
+from chanctx.cache.channel_store._rules import retention_horizon
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
@@ -49,7 +49,6 @@ __all__ = ["PostgresChannelStore", "StoreUnavailable"]
 
 log = logging.getLogger("chanctx.cache.channel_store")
 
-_DAY = 86_400
 _FRESH = 0.25  # seconds a connection that just ran a statement is trusted without a check
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _TEAM_LOCKS = 0x63637332  # the advisory lock space of per-team write locks
@@ -322,10 +321,7 @@ class PostgresChannelStore(PgReads):
         self.close()
 
     def _horizon(self, now: float | None = None) -> int | None:
-        if self.retention_days is None:
-            return None
-        seconds = int((self._clock() if now is None else now) - self.retention_days * _DAY)
-        return ts_key(f"{max(seconds, 0)}.000000")
+        return retention_horizon(self.retention_days, self._clock() if now is None else now)
 
 
 def _redacted(url: str) -> str:

@@ -22,7 +22,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from chanctx.cache import ts_key
 from chanctx.cache.channel_store._apply import Applier
 from chanctx.cache.channel_store._errors import StoreCorrupt, StoreFull
 from chanctx.cache.channel_store._lock import DirLock
@@ -35,6 +34,7 @@ from chanctx.cache.channel_store._maintenance import (
 from chanctx.cache.channel_store._protocol import ChannelStore
 from chanctx.cache.channel_store._reads import Reads
 from chanctx.cache.channel_store._records import StoreEvent, WriteResult
+from chanctx.cache.channel_store._rules import retention_horizon
 from chanctx.cache.channel_store._schema import check_header, prepare
 
 __all__ = ["DB_NAME", "LOCK_NAME", "SqliteChannelStore"]
@@ -43,7 +43,6 @@ log = logging.getLogger("chanctx.cache.channel_store")
 
 DB_NAME = "channels.sqlite3"
 LOCK_NAME = "channels.lock"
-_DAY = 86_400
 _FULL, _CORRUPT, _NOTADB = 13, 11, 26  # SQLite result codes
 
 
@@ -234,10 +233,7 @@ class SqliteChannelStore(Reads):
     # -- internals ----------------------------------------------------------------------------
 
     def _horizon(self, now: float | None = None) -> int | None:
-        if self.retention_days is None:
-            return None
-        seconds = int((self._clock() if now is None else now) - self.retention_days * _DAY)
-        return ts_key(f"{max(seconds, 0)}.000000")
+        return retention_horizon(self.retention_days, self._clock() if now is None else now)
 
     def _writer(self) -> sqlite3.Connection:
         if self._db is None:

@@ -11,7 +11,7 @@ import pytest
 from chanctx.bot.export.reader import message_problem
 from chanctx.bot.export.rows import plain_row
 from chanctx.bot.export.typed_day import typed_day
-from chanctx.bot.slack.intake import Record, SelfIdentity, intake
+from chanctx.bot.slack.intake import IntakeAction, Record, SelfIdentity, intake
 from chanctx.cache.channel_store import index_words, row_of, row_words
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -101,13 +101,19 @@ def exported(draw: st.DrawFn) -> dict[str, Any]:
     return message
 
 
-def intake_row(raw: dict[str, Any]) -> Any:
+def intake_action(raw: dict[str, Any]) -> IntakeAction:
+    """What intake makes of ``raw`` arriving as a live event in channel C1 (a lone ``file``
+    arrives as ``files``, as the export reader passes it)."""
     event = dict(raw)
     if "file" in event and "files" not in event and isinstance(event["file"], dict):
         event["files"] = [event["file"]]
     event["channel"] = "C1"
     event.setdefault("type", "message")
-    action = intake(event, SelfIdentity())
+    return intake(event, SelfIdentity())
+
+
+def intake_row(raw: dict[str, Any]) -> Any:
+    action = intake_action(raw)
     return row_of(action.message) if isinstance(action, Record) else None
 
 
@@ -140,12 +146,7 @@ def test_most_messages_are_plain() -> None:
 
 def intake_files(raw: dict[str, Any]) -> list[Any]:
     """The (file, ts) pairs of the message intake records for ``raw`` (none for the rest)."""
-    event = dict(raw)
-    if "file" in event and "files" not in event and isinstance(event["file"], dict):
-        event["files"] = [event["file"]]
-    event["channel"] = "C1"
-    event.setdefault("type", "message")
-    action = intake(event, SelfIdentity())
+    action = intake_action(raw)
     if not isinstance(action, Record):
         return []
     return [(f, action.message.ts) for f in action.message.files]
