@@ -1,11 +1,12 @@
-"""bench/plots.py reads the "Channel store served" tables into the points it draws: RssAnon
-against messages stored, and search p50 against channel size for each way of searching."""
+"""bench/plots.py reads the "Channel store served" and "Channel store restart" tables into the
+points it draws: RssAnon against messages stored, and search p50 against channel size for each
+way of searching."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.plots import store_latency_points, store_memory_points
+from bench.plots import restart_latency_points, store_latency_points, store_memory_points
 
 SECTION = """
 Intro words with a number 1,500,000 that is not a table.
@@ -47,3 +48,22 @@ def test_a_section_without_the_tables_is_refused_not_drawn_empty() -> None:
         store_memory_points("| a | b |\n|---|---|\n| 1 | 2 |\n")
     with pytest.raises(ValueError, match="'served / FTS5'"):
         store_latency_points("no tables at all")
+
+
+RESTART = (
+    SECTION
+    + """
+| channel size | served (query API, HTTP) | channel_context in process | channel_context / in-memory | channel_context / FTS5 |
+|---:|---:|---:|---:|---:|
+| 10,000 | 21.0 / 40.5 | 1.0 / 1.1 | 0.13x | 0.11x |
+| 1,000,000 | 30.2 / 60.0 | 27.1 / 81.1 | 0.05x | 0.02x |
+"""
+)
+
+
+def test_restart_points_add_the_tool_timed_in_process() -> None:
+    points = restart_latency_points(RESTART)
+    assert points["channel_context in process (no HTTP)"] == [(10_000, 1.0), (1_000_000, 27.1)]
+    assert points["served by chanctx run --http"] == [(10_000, 21.0), (1_000_000, 30.2)]
+    with pytest.raises(ValueError, match="'channel_context in process'"):
+        restart_latency_points(SECTION)
