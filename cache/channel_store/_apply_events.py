@@ -11,7 +11,7 @@ spelt the same on both are written here once with ``?`` placeholders and run by 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -34,6 +34,7 @@ from chanctx.cache.channel_store._records import (
 )
 from chanctx.cache.channel_store._rows import message_from_row
 from chanctx.cache.channel_store._rules import (
+    Refused,
     StoredRow,
     edited,
     posted_over,
@@ -203,16 +204,9 @@ class EventApplier(ABC, Generic[Row]):
         result.applied += 1
 
     def _edit(self, event: MessageEdited, result: WriteResult) -> None:
-        chan, _ = self.channel(event.team, event.channel)
-        old = self._row(chan, ts_key(event.ts))
-        after = edited(old, event)
-        if isinstance(after, str):
-            tally(result, after)
-            return
-        self._write(chan, after, old)
-        assert old is not None  # an edit of no stored row is not applied
-        self._mark_erased(old, result)
-        result.applied += 1
+        old = self._rewrite(event, lambda row: edited(row, event), result)
+        if old is not None:  # applied: an edit of no stored row never is
+            self._mark_erased(old, result)
 
     def _delete(self, team: str, channel: str, ts: str, result: WriteResult) -> None:
         chan, _ = self.channel(team, channel)
@@ -240,14 +234,25 @@ class EventApplier(ABC, Generic[Row]):
         result.applied += 1
 
     def _react(self, event: ReactionChanged, result: WriteResult) -> None:
+        self._rewrite(event, lambda row: reacted_row(row, event), result)
+
+    def _rewrite(
+        self,
+        event: MessageEdited | ReactionChanged,
+        change: Callable[[Row | None], Message | Refused],
+        result: WriteResult,
+    ) -> Row | None:
+        """The stored row of ``event``'s message replaced by what ``change`` makes of it, or
+        the refusal counted; the row it replaced (None when nothing was written)."""
         chan, _ = self.channel(event.team, event.channel)
         old = self._row(chan, ts_key(event.ts))
-        after = reacted_row(old, event)
+        after = change(old)
         if isinstance(after, str):
             tally(result, after)
-            return
+            return None
         self._write(chan, after, old)
         result.applied += 1
+        return old
 
     def _pin(self, event: PinChanged, result: WriteResult) -> None:
         chan, _ = self.channel(event.team, event.channel)
