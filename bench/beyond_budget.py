@@ -37,6 +37,7 @@ from chanctx.bot.core.engine import ContextEngine
 from chanctx.bot.core.store_index import BUILD_WAIT, CANDIDATES
 from chanctx.bot.server.queries import QueryBody, run_query
 from chanctx.bot.slack.intake import SelfIdentity
+from chanctx.cache import ts_key
 from chanctx.cache.channel_store import SqliteChannelStore
 from chanctx.cache.channel_store._fts import scoped_query, shard_table
 from chanctx.cache.channel_store._records import Candidate
@@ -58,7 +59,13 @@ class PlainBm25Store(SqliteChannelStore):
     any term, each shard's best ``limit``, then the best of those."""
 
     def search_candidates(
-        self, team: str, channel: str, terms: Sequence[str], limit: int
+        self,
+        team: str,
+        channel: str,
+        terms: Sequence[str],
+        limit: int,
+        *,
+        before: str | None = None,
     ) -> list[Candidate]:
         chan = self._chan(team, channel)
         query = scoped_query(chan, terms) if chan is not None else None
@@ -79,7 +86,9 @@ class PlainBm25Store(SqliteChannelStore):
             f"SELECT rank, ts FROM ({' UNION ALL '.join(parts)}) ORDER BY rank LIMIT {int(limit)}",
             (query, chan),
         )
-        return [Candidate(str(ts), -float(rank)) for rank, ts in found]
+        best = [Candidate(str(ts), -float(rank)) for rank, ts in found]
+        older = None if before is None else ts_key(before)  # the best, those older than it
+        return best if older is None else [c for c in best if ts_key(c.ts) < older]
 
 
 def _percentiles(samples: Sequence[float]) -> tuple[float, float]:

@@ -307,7 +307,9 @@ class StoreIndexes:
         wanted = set(reload)
         if entry.oldest is not None:
             words = [k.word for k in keywords(intent, entry.index.stemmer)]
-            found = store.search_candidates(team, channel, words, self._candidates)
+            found = store.search_candidates(
+                team, channel, words, self._candidates, before=_ts_of(entry.oldest)
+            )  # the index holds the newer part
             for candidate in found:
                 key = ts_key(candidate.ts)
                 if key < entry.oldest and key not in entry.pulled:

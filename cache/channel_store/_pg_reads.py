@@ -97,7 +97,13 @@ class PgReads(SharedReads):
         return None, found
 
     def search_candidates(
-        self, team: str, channel: str, terms: Sequence[str], limit: int
+        self,
+        team: str,
+        channel: str,
+        terms: Sequence[str],
+        limit: int,
+        *,
+        before: str | None = None,
     ) -> list[Candidate]:
         """The best ``limit`` messages for any of ``terms``, best first (``_pg_search``).
 
@@ -107,7 +113,8 @@ class PgReads(SharedReads):
         chan = self._chan(team, channel)
         if chan is None:
             return []
-        return self._search.candidates(chan, terms, limit)
+        older = None if before is None else ts_key(before)
+        return self._search.candidates(chan, terms, limit, before=older)
 
     # -- stats --------------------------------------------------------------------------------
 

@@ -13,8 +13,8 @@ PostgreSQL"):
 1. *Frequencies from a sample.* One query tests every term, and every pair of terms, against
    the channel's newest :data:`SAMPLE` messages (a backward scan by key). A channel that small
    is counted exactly; in a larger one the share of the sample estimates each term's document
-   frequency, and the channel's size is counted once and kept :data:`SIZE_TTL` seconds (an IDF
-   moves little while a channel grows).
+   frequency; the channel's size is ``_pg_sizes``' (counted every few minutes, never on an
+   answer's path once the channel is large).
 2. *What to read.* Terms are read whole, rarest first, while their estimated rows fit
    :data:`DRIVE`; their frequencies are then counted exactly on the rows read. Of the rest
    (common terms), pairs are intersected inside the GIN index (``a && b``, rarest pair first)
@@ -33,15 +33,15 @@ from itertools import combinations
 from typing import Any
 
 from chanctx.cache.channel_store._pg_schema import TS_CONFIG
+from chanctx.cache.channel_store._pg_sizes import ChannelSizes
 from chanctx.cache.channel_store._records import Candidate
 from psycopg.rows import TupleRow
 
-__all__ = ["DRIVE", "SAMPLE", "SIZE_TTL", "PgSearch"]
+__all__ = ["DRIVE", "SAMPLE", "PgSearch"]
 
 SAMPLE = 2_000  # the newest messages each term's frequency is estimated on
 DRIVE = 5_000  # the rows one search reads and scores, about
 FILL_SCAN = 50_000  # the newest messages looked at for common terms, at most
-SIZE_TTL = 300.0  # seconds a channel's counted size is trusted
 _K1, _B = 1.2, 0.4
 # A term's tsquery is sent as a constant: a function call in a statement would be evaluated
 # again for every row it is tested on (phraseto_tsquery is not folded into a constant there).
@@ -71,6 +71,7 @@ class _Plan:
     drive_args: list[str] = field(default_factory=list)
     fill: list[str] = field(default_factory=list)  # common terms: their newest rows
     fill_scan: int = 0  # the newest messages the fill looks at, at most
+    before: int | None = None  # only rows older than this key are offered
 
 
 class PgSearch:
@@ -78,11 +79,12 @@ class PgSearch:
 
     def __init__(self, query: Query, clock: Callable[[], float] = time.monotonic) -> None:
         self._query = query
-        self._clock = clock
-        self._sizes: dict[int, tuple[float, int]] = {}  # chan -> (counted at, live messages)
+        self._sizes = ChannelSizes(query, clock)
         self._known: dict[str, str] = {}  # term -> its tsquery as text ("" for stop words)
 
-    def candidates(self, chan: int, terms: Sequence[str], limit: int) -> list[Candidate]:
+    def candidates(
+        self, chan: int, terms: Sequence[str], limit: int, *, before: int | None = None
+    ) -> list[Candidate]:
         if limit <= 0:
             return []
         phrases = self._tsqueries(terms)
@@ -91,7 +93,7 @@ class PgSearch:
         sample = self._sample(chan, phrases)
         if sample.rows == 0:
             return []
-        size = sample.rows if sample.rows < SAMPLE else self._size(chan)
+        size = sample.rows if sample.rows < SAMPLE else self._sizes.size(chan)
         scale = size / sample.rows
         estimate = [h * scale for h in sample.hits]
         # Terms read whole, rarest first, while the rows fit DRIVE (all of them in a channel
@@ -102,7 +104,7 @@ class PgSearch:
             if sample.rows < SAMPLE or budget + estimate[n] <= DRIVE:
                 whole.append(n)
                 budget += estimate[n]
-        plan = _Plan(phrases, whole, [idf(size, e) for e in estimate], size)
+        plan = _Plan(phrases, whole, [idf(size, e) for e in estimate], size, before=before)
         plan.drive = [_PHRASE for _ in whole]
         plan.drive_args = [phrases[n] for n in whole]
         common = [n for n in range(len(phrases)) if n not in whole]
@@ -138,12 +140,14 @@ class PgSearch:
             # Newest first by the key, never through the GIN index: the planner's estimate
             # of a phrase's matches can be off by hundreds, and a bitmap of a common term's
             # every match sorted by time is what this part exists to avoid.
+            older = "" if plan.before is None else " AND ts_key < %s"
             parts.append(
-                f"(SELECT {columns} FROM (SELECT ts_key, ts, doc FROM messages WHERE chan = %s "
-                f"ORDER BY ts_key DESC LIMIT {int(plan.fill_scan)}) newest "
+                f"(SELECT {columns} FROM (SELECT ts_key, ts, doc FROM messages WHERE chan = %s"
+                f"{older} ORDER BY ts_key DESC LIMIT {int(plan.fill_scan)}) newest "
                 f"WHERE doc @@ ({' || '.join(_PHRASE for _ in plan.fill)}) LIMIT {int(limit)})"
             )
-            args += [*plan.phrases, chan, *plan.fill]
+            args += [*plan.phrases, chan, *([] if plan.before is None else [plan.before])]
+            args += plan.fill
         # The weights are computed once (in ``f``), the score of a row from them and its flags.
         weights = [
             f"ln(1 + (%s::float8 - count(*) FILTER (WHERE h{n}) + 0.5) / "
@@ -156,10 +160,14 @@ class PgSearch:
         args.append(mean_length)
         terms = " + ".join(f"f.w{n} * m.h{n}::int" for n in range(k))
         norm = f"{1 + _K1}::float8 / (1 + {_K1}::float8 * ({1 - _B} + {_B} * m.len / %s::float8))"
+        older = ""
+        if plan.before is not None:  # the rare terms' rows are all read: their counts hold
+            older = "WHERE m.ts_key < %s "
+            args.append(plan.before)
         sql = (
             f"WITH m AS MATERIALIZED ({' UNION '.join(parts)}), "
             f"f AS (SELECT count(*) AS read, {', '.join(weights)} FROM m) "  # one row
-            f"SELECT m.ts, ({terms}) * {norm} AS score FROM m, f "
+            f"SELECT m.ts, ({terms}) * {norm} AS score FROM m, f {older}"
             f"ORDER BY score DESC, m.ts_key DESC LIMIT {int(limit)}"
         )
         return [Candidate(str(ts), float(score)) for ts, score in self._query(sql, args)]
@@ -194,18 +202,6 @@ class PgSearch:
             hits=[int(h) for h in row[2 : 2 + k]],
             pairs={p: int(h) for p, h in zip(pairs, row[2 + k :], strict=True)},
         )
-
-    def _size(self, chan: int) -> int:
-        """The channel's live messages, counted at most every SIZE_TTL seconds."""
-        now = self._clock()
-        known = self._sizes.get(chan)
-        if known is not None and now - known[0] < SIZE_TTL:
-            return known[1]
-        (count,) = self._query(
-            "SELECT count(*) FROM messages WHERE chan = %s AND doc IS NOT NULL", [chan]
-        )[0]
-        self._sizes[chan] = (now, int(count))
-        return int(count)
 
 
 def idf(size: int, df: float) -> float:

@@ -73,8 +73,18 @@ class ChannelStore(Protocol):
     ) -> Iterator[list[Message]]: ...
 
     def search_candidates(
-        self, team: str, channel: str, terms: Sequence[str], limit: int
-    ) -> list[Candidate]: ...
+        self,
+        team: str,
+        channel: str,
+        terms: Sequence[str],
+        limit: int,
+        *,
+        before: str | None = None,
+    ) -> list[Candidate]:
+        """Messages worth ranking for ``terms``, best first, at most ``limit``; with
+        ``before``, only messages older than that ts (the caller holds the newer ones: a
+        store may spend its reads on the older part, or leave the newer out of its answer)."""
+        ...
 
     def channel_names(self, team: str) -> dict[str, str]: ...
 

@@ -104,7 +104,13 @@ class Reads(SharedReads):
         return self.get(team, channel, thread_ts), self.replies(team, channel, thread_ts)
 
     def search_candidates(
-        self, team: str, channel: str, terms: Sequence[str], limit: int
+        self,
+        team: str,
+        channel: str,
+        terms: Sequence[str],
+        limit: int,
+        *,
+        before: str | None = None,
     ) -> list[Candidate]:
         """The best ``limit`` messages for any of ``terms`` by FTS5's bm25(), best first, when
         their matches are few; with common terms, what ``_fts_search`` can score cheaply.
@@ -123,7 +129,12 @@ class Reads(SharedReads):
         shards = [
             s for (s,) in self._query("SELECT shard FROM chan_shards WHERE chan = ?", (chan,))
         ]
-        return candidates(self._query, chan, shards, phrases, limit) if shards else []
+        found = candidates(self._query, chan, shards, phrases, limit) if shards else []
+        if before is None:
+            return found
+        # The same best ``limit``, those older than ``before`` (the search is unchanged).
+        older = ts_key(before)
+        return [c for c in found if ts_key(c.ts) < older]
 
     # -- stats --------------------------------------------------------------------------------
 

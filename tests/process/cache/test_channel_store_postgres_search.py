@@ -1,15 +1,17 @@
 """``search_candidates`` on PostgreSQL in a channel larger than the sample its frequencies are
 estimated on (``_pg_search``): a rare term is found wherever it is, common terms are found
-together through their pair before the newest messages holding one of them, and a term of stop
-words only is no term."""
+together through their pair before the newest messages holding one of them, a term of stop
+words only is no term, ``before`` offers only the older part; and the channel's size, which
+the frequencies need, is counted off the answer's path once the channel is large."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from chanctx.cache.channel_store import PostgresChannelStore, plain_message_row, post_rows
 from chanctx.cache.channel_store._pg_search import DRIVE, SAMPLE
+from chanctx.cache.channel_store._pg_sizes import SIZE_TTL, ChannelSizes
 
 from tests.support.postgres_server import PostgresServer, pg_schema, postgres
 
@@ -85,3 +87,35 @@ def test_a_term_of_stop_words_only_is_no_term(store: PostgresChannelStore) -> No
     ]
     assert store.search_candidates(T, "C9", ["zebra"], 5) == []
     assert store.search_candidates(T, C, ["zebra"], 0) == []
+
+
+def test_before_offers_the_older_rare_match_and_the_newest_older_common_ones(
+    store: PostgresChannelStore,
+) -> None:
+    cut = SIZE - 100  # the caller's index holds this message and every newer one
+    found = store.search_candidates(T, C, ["deploy", "zebra"], 5, before=ts(cut))
+    assert found[0].ts == ts(RARE_AT[0])  # RARE_AT[1] is newer than the cut
+    assert len(found) == 5
+    assert {c.ts for c in found[1:]} <= {ts(n) for n in range(cut - 5, cut)}
+    assert store.search_candidates(T, C, ["zebra"], 5, before=ts(RARE_AT[0])) == []
+
+
+def test_a_large_channel_is_counted_off_the_answers_path(
+    store: PostgresChannelStore, postgres: PostgresServer
+) -> None:
+    with postgres.admin() as conn:
+        conn.execute("ANALYZE t_search_candidates.messages")  # autovacuum's, for the planner
+    now = [0.0]
+    counts: list[Callable[[], None]] = []  # recounts started, run here when the test says
+    chan = store._chan(T, C)
+    assert chan is not None
+    sizes = ChannelSizes(store._query, lambda: now[0], counts.append, count_now=SIZE // 10)
+    guess = sizes.size(chan)  # never counted, estimated large: the planner's estimate
+    assert SIZE // 2 <= guess <= 2 * SIZE and len(counts) == 1
+    assert sizes.size(chan) == guess and len(counts) == 1  # being counted: not twice
+    counts[0]()
+    assert sizes.size(chan) == SIZE and len(counts) == 1
+    now[0] += SIZE_TTL
+    assert sizes.size(chan) == SIZE and len(counts) == 2  # stale: served while it is recounted
+    small = ChannelSizes(store._query, lambda: now[0], counts.append, count_now=2 * SIZE)
+    assert small.size(chan) == SIZE and len(counts) == 2  # estimated small: counted on the spot

@@ -169,6 +169,9 @@ def test_search_candidates_come_best_first_and_survive_any_query_text(
     found = store.search_candidates(T, "C1", ["checkout-api", "fails"], 10)
     assert [c.ts for c in found] == [ts(3), ts(1)]
     assert found[0].score > found[1].score > 0
+    older = store.search_candidates(T, "C1", ["checkout-api", "fails"], 10, before=ts(3))
+    assert [c.ts for c in older] == [ts(1)]  # the caller holds ts(3) and newer
+    assert store.search_candidates(T, "C1", ["checkout-api"], 10, before=ts(1)) == []
     assert [c.ts for c in store.search_candidates(T, "C1", ["v2.30.4"], 5)] == [ts(4)]
     assert [c.ts for c in store.search_candidates(T, "C1", ["9931"], 5)] == [ts(4)]
     assert [c.ts for c in store.search_candidates(T, "C1", ["grafana"], 5)] == [ts(5)]
