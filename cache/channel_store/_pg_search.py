@@ -21,6 +21,14 @@ PostgreSQL"):
    while they fit, and the newest ``limit`` messages holding a common term fill in (a backward
    scan of at most :data:`FILL_SCAN` messages, never the GIN index).
 3. One statement reads those rows, counts, scores and keeps the best ``limit``.
+
+``before`` (the caller's index holds that message and every newer one): the same rows are read
+and scored (so the rare terms' counts stay exact), the fill scans backwards from ``before``, and
+only older rows are kept. In a channel of more than :data:`LARGE` messages at most :data:`OLDER`
+of them: each one offered costs the caller a fetch and tokenising before it ranks, anew every
+answer, and at 1,000,000 messages the ranking's top 10 took older messages almost only from the
+best ten offered (docs/design.md, "The channel store on PostgreSQL"). A smaller channel's older
+part is soon pulled whole (the caller keeps what it pulled), so it gets what it asks for.
 """
 
 from __future__ import annotations
@@ -37,10 +45,12 @@ from chanctx.cache.channel_store._pg_sizes import ChannelSizes
 from chanctx.cache.channel_store._records import Candidate
 from psycopg.rows import TupleRow
 
-__all__ = ["DRIVE", "SAMPLE", "PgSearch"]
+__all__ = ["DRIVE", "LARGE", "OLDER", "SAMPLE", "PgSearch"]
 
 SAMPLE = 2_000  # the newest messages each term's frequency is estimated on
 DRIVE = 5_000  # the rows one search reads and scores, about
+OLDER = 10  # candidates older than ``before`` offered in a large channel, at most
+LARGE = 20_000  # a channel larger than this is large
 FILL_SCAN = 50_000  # the newest messages looked at for common terms, at most
 _K1, _B = 1.2, 0.4
 # A term's tsquery is sent as a constant: a function call in a statement would be evaluated
@@ -77,8 +87,11 @@ class _Plan:
 class PgSearch:
     """The search half of the PostgreSQL store's reads: ``query`` runs one statement."""
 
-    def __init__(self, query: Query, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, query: Query, clock: Callable[[], float] = time.monotonic, *, large: int = LARGE
+    ) -> None:
         self._query = query
+        self._large = large
         self._sizes = ChannelSizes(query, clock)
         self._known: dict[str, str] = {}  # term -> its tsquery as text ("" for stop words)
 
@@ -94,6 +107,8 @@ class PgSearch:
         if sample.rows == 0:
             return []
         size = sample.rows if sample.rows < SAMPLE else self._sizes.size(chan)
+        if before is not None and size > self._large:
+            limit = min(limit, OLDER)  # each answer would pull its older matches anew
         scale = size / sample.rows
         estimate = [h * scale for h in sample.hits]
         # Terms read whole, rarest first, while the rows fit DRIVE (all of them in a channel
@@ -148,6 +163,8 @@ class PgSearch:
             )
             args += [*plan.phrases, chan, *([] if plan.before is None else [plan.before])]
             args += plan.fill
+        if not parts:
+            return []
         # The weights are computed once (in ``f``), the score of a row from them and its flags.
         weights = [
             f"ln(1 + (%s::float8 - count(*) FILTER (WHERE h{n}) + 0.5) / "

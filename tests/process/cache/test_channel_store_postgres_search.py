@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
+from chanctx.cache import ts_key
 from chanctx.cache.channel_store import PostgresChannelStore, plain_message_row, post_rows
-from chanctx.cache.channel_store._pg_search import DRIVE, SAMPLE
+from chanctx.cache.channel_store._pg_search import DRIVE, OLDER, SAMPLE, PgSearch
 from chanctx.cache.channel_store._pg_sizes import SIZE_TTL, ChannelSizes
 
 from tests.support.postgres_server import PostgresServer, pg_schema, postgres
@@ -98,6 +99,18 @@ def test_before_offers_the_older_rare_match_and_the_newest_older_common_ones(
     assert len(found) == 5
     assert {c.ts for c in found[1:]} <= {ts(n) for n in range(cut - 5, cut)}
     assert store.search_candidates(T, C, ["zebra"], 5, before=ts(RARE_AT[0])) == []
+
+
+def test_a_large_channel_offers_few_older_candidates(store: PostgresChannelStore) -> None:
+    chan = store._chan(T, C)
+    assert chan is not None
+    cut = ts_key(ts(SIZE - 100))
+    small = PgSearch(store._query)  # SIZE is under LARGE: what the caller asks for
+    assert len(small.candidates(chan, ["deploy", "zebra"], 50, before=cut)) == 50
+    large = PgSearch(store._query, large=SIZE // 2)
+    found = large.candidates(chan, ["deploy", "zebra"], 50, before=cut)
+    assert len(found) == OLDER and found[0].ts == ts(RARE_AT[0])
+    assert len(large.candidates(chan, ["deploy", "zebra"], 50)) == 50  # no before: no cap
 
 
 def test_a_large_channel_is_counted_off_the_answers_path(
