@@ -46,7 +46,9 @@ BM25's statistics are the whole channel's; ``since`` only filters.
 :class:`Ranking` (``tools._ranking``) holds every weight; its defaults are the tool's.
 Everything is computed with numpy over the index's columns: the cost follows the number of
 matching messages plus a few vectorised passes, never a Python loop over the channel; the
-Python work per call is for the results shown.
+Python work per call is for the results shown. Of many candidates (a common word), only those
+whose score can still reach the best ``limit`` are scored in full (``tools._scored``: a cheap
+exact bound, and a floor from the best-bounded few); the answer is the same.
 """
 
 from __future__ import annotations
