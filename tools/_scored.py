@@ -204,7 +204,7 @@ def worth_scoring(
     the module docstring says; None: score them all (few candidates, no keywords, or no
     floor found)."""
     count = len(candidates)
-    if count < max(prune_from, 2) or not asked.wanted or not _boundable(ranking):
+    if count < max(prune_from, 2) or limit < 1 or not asked.wanted or not _boundable(ranking):
         return None
     sampled = min(max(8 * limit, 64), count - 1)
     bound = own + ranking.thread_share * thread
