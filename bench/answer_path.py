@@ -14,6 +14,10 @@ intents once (older matches pulled in), then the same intents ``--rounds`` times
 answers must be identical; the table gives p50 / p95 in ms, the ratio, and how many threads
 each read from the caches or the store.
 
+``--format tool`` times ``channel_context``'s own steps instead (the scope brought up to date
+for the intent, then the ranking; no packing, no rendering), "Answer path tool" in
+``bench/RESULTS.md``.
+
 ``--served`` asks the same question of two real ``chanctx run --http`` processes instead
 (before and after, each on its own copy of the store, one answer at a time in turns, new
 intents only, over HTTP with a new connection each as ``bench.store_served`` asks), with a body
@@ -48,7 +52,11 @@ BEFORE = "ca03546"  # the last commit before the answer path's caches
 def worker(
     data: Path, out: Path, lock_path: Path, other: Path, queries: int, rounds: int, fmt: str
 ) -> None:
-    """One side: build, wait for the other side, answer in turns, write what it measured."""
+    """One side: build, wait for the other side, answer in turns, write what it measured.
+
+    ``fmt`` "tool": time ``channel_context``'s own steps instead of the query API's answer (the
+    scope brought up to date for the intent, then the ranking at the tool's 8 results, 3 a
+    thread; no packing, no rendering: what ``bench.store_restart``'s column times)."""
     # Imported here, not at the top: the side's own ``chanctx`` comes first on its path.
     from chanctx.bot.core.built_context import ContextSettings
     from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
@@ -58,6 +66,7 @@ def worker(
     from chanctx.cache.channel_store import SqliteChannelStore
     from chanctx.context import Names
     from chanctx.tools import IndexedHistory
+    from chanctx.tools._search import search
 
     from bench.beyond_budget import CHANNEL, TEAM
     from bench.search_speed import Corpus
@@ -83,14 +92,27 @@ def worker(
     intents = Corpus(seed=11).intents(queries)
     lock = lock_path.open("w")
 
+    def tool(intent: str) -> dict[str, Any]:
+        scope = engine.search_scope(CHANNEL, hidden=frozenset(), held=frozenset())
+        assert scope is not None
+        with scope.index.lock:
+            scope.prepare(intent, engine.names)
+            found = search(
+                scope.index, intent=intent, authors=(), since=None, names=engine.names,
+                now=None, limit=8, per_thread=3, hidden=scope.hidden,
+            )  # fmt: skip
+        hits = [[h.message.ts, h.score, h.signal] for h in found.hits]
+        return {"hits": hits, "matches": found.matches, "scanned": found.scanned}
+
     def ask(intent: str) -> tuple[dict[str, Any], float]:
         body = QueryBody.model_validate(
-            {"query": intent, "channel": CHANNEL, "format": fmt, "type_filters": ["message"]}
-        )
+            {"query": intent, "channel": CHANNEL, "format": "json" if fmt == "tool" else fmt,
+             "type_filters": ["message"]}
+        )  # fmt: skip
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             started = time.perf_counter()
-            answer = run_query(engine, body)
+            answer = tool(intent) if fmt == "tool" else run_query(engine, body)
             return answer, time.perf_counter() - started
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
@@ -156,12 +178,19 @@ def _p(samples: Sequence[float]) -> tuple[float, float]:
 
 
 def report(args: argparse.Namespace, rows: dict[int, dict[str, Any]]) -> str:
+    what = (
+        "`channel_context`'s own steps in process (the index brought up to date for the intent,\n"
+        "older matches pulled in, the ranking at 8 results, 3 a thread; no packing or rendering)"
+        if args.format == "tool"
+        else "the query API's answer in process\n"
+        f"(`run_query`, format {args.format}, messages only, no HTTP)"
+    )
     lines = [
         f"`python -m bench.answer_path --sizes {args.sizes} --queries {args.queries} --rounds "
         f"{args.rounds} --format {args.format}`: one channel of each size (`bench.store`'s",
-        "synthetic chat) at the default `--history-mb` of 256, the query API's answer in process",
-        f"(`run_query`, format {args.format}, messages only, no HTTP) by the code of {args.before}",
-        "(before) and of this tree (after), two processes answering in turns on the same store.",
+        f"synthetic chat) at the default `--history-mb` of 256, {what} by the code of",
+        f"{args.before} (before) and of this tree (after), two processes answering in turns on",
+        f"the same store; load {os.getloadavg()[0]:.1f} at the end.",
         "New intents: each asked once (older matches pulled in); again: the same intents asked",
         "again. p50 / p95 in ms;",
         "thread reads: threads read from the caches or the store for the new intents.",
@@ -284,7 +313,10 @@ def main(argv: Sequence[str] = ()) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--before", default=BEFORE)
     parser.add_argument("--dir", type=Path, default=None, help="keep the stores here, reuse them")
-    parser.add_argument("--format", choices=("json", "markdown", "text"), default="json")
+    parser.add_argument(
+        "--format", choices=("json", "markdown", "text", "tool"), default="json",
+        help="the query API's answer in this format, or tool: channel_context's own steps",
+    )  # fmt: skip
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--served", action="store_true", help="over HTTP, two real bots")
     args = parser.parse_args(argv)
@@ -319,7 +351,7 @@ def main(argv: Sequence[str] = ()) -> None:
     body = report(args, rows)
     print(body)
     if not args.no_write:
-        write_section("Answer path", body)
+        write_section("Answer path tool" if args.format == "tool" else "Answer path", body)
 
 
 if __name__ == "__main__":

@@ -46,12 +46,13 @@ BM25's statistics are the whole channel's; ``since`` only filters.
 :class:`Ranking` (``tools._ranking``) holds every weight; its defaults are the tool's.
 Everything is computed with numpy over the index's columns: the cost follows the number of
 matching messages plus a few vectorised passes, never a Python loop over the channel; the
-Python work per call is for the results shown.
+Python work per call is for the results shown. Of many candidates (a common word), only those
+whose score can still reach the best ``limit`` are scored in full (``tools._scored``: a cheap
+exact bound, and a floor from the best-bounded few); the answer is the same.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -59,21 +60,20 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from chanctx.cache import ts_key
 from chanctx.context import Message, Names
 from chanctx.context.render import author_of
-from chanctx.tools._columns import Bools, Floats, Ints, Ints32
-from chanctx.tools._dates import in_periods, label, periods
+from chanctx.tools._columns import Bools, Floats, Ints
+from chanctx.tools._dates import label, periods
 from chanctx.tools._index import ChannelIndex
 from chanctx.tools._keywords import Keyword, keywords, terms
 from chanctx.tools._ranking import Hit, Ranking, Search
+from chanctx.tools._scored import PRUNE_FROM, Asked, choose, score, worth_scoring, written_by
 
 __all__ = ["periods", "search"]
 
 _ASKS_WHY = re.compile(r"\b(why|cause[ds]?|reason|root cause|went wrong|what happened)\b")
 LIVE_THREAD = 86_400.0  # a reply within a day of "now" makes a thread "recent_activity"
 _CAPITALISED = re.compile(r"(?<![\w.\-/:#])[A-Z]\w*")
-_EXCHANGE = 1e6  # below any score a person's message can have
 _NEAR_OF = 500  # the matches whose context neighbours become candidates, at most
 # A step back through the marked threads' replies costs about what a pass over this many
 # slots does.
@@ -142,25 +142,6 @@ def _keyword_weight(index: ChannelIndex, keyword: Keyword, ranking: Ranking) -> 
     return 0.1 + max(idf, 0.0)
 
 
-def _context(index: ChannelIndex, keyword: Floats, slots: Ints, ranking: Ranking) -> Floats:
-    """For each of ``slots``, its conversation neighbours' keyword scores, weighted.
-
-    ``keyword`` is dense (one cell per slot, then a 0 for "none"). A neighbour counts if it is
-    within ``distance * context_gap`` seconds of the message. Slot -1 reads the index's
-    sentinel row: no further links, infinitely far away.
-    """
-    rows = index.rows
-    here = rows.ts[slots]
-    total = np.zeros(len(slots), dtype=np.float64)
-    for links, weights in ((rows.prev, ranking.context_before), (rows.next, ranking.context_after)):
-        current: npt.NDArray[np.integer[Any]] = slots
-        for distance, weight in enumerate(weights, start=1):
-            current = links[current]
-            near = np.abs(rows.ts[current] - here) <= distance * ranking.context_gap
-            total += weight * keyword[current] * near
-    return total
-
-
 def _near(index: ChannelIndex, slots: Ints, ranking: Ranking) -> Ints:
     """The conversation neighbours of ``slots`` that :func:`_context` would count (repeats
     possible: the caller only marks them)."""
@@ -212,10 +193,13 @@ def search(
     hidden: frozenset[str] = frozenset(),
     ranking: Ranking | None = None,
     explain: bool = True,
+    prune_from: int = PRUNE_FROM,
 ) -> Search:
     """The best ``limit`` messages of ``index`` for ``intent`` (the caller holds index.lock).
 
     ``explain``: say why each hit ranks (its ``signal``); the query API does not show it.
+    ``prune_from``: from how many candidates on only those that can reach the best ``limit``
+    are scored in full (``tools._scored``; the answer is the same either way).
 
     Sparse throughout: the work follows the messages that match (postings), plus a few
     vectorised passes over the per-slot columns; there is no loop over the channel.
@@ -285,60 +269,42 @@ def search(
         if asked and not asked.isdisjoint(_author_keys(message, names))
     ]
     if codes:
-        chosen_mask[:capacity] |= _written_by(rows.author[:capacity], codes, capacity)
+        chosen_mask[:capacity] |= written_by(rows.author[:capacity], codes, capacity)
     if named_codes:
-        chosen_mask[:capacity] |= _written_by(rows.author[:capacity], named_codes, capacity)
+        chosen_mask[:capacity] |= written_by(rows.author[:capacity], named_codes, capacity)
     if not wanted:
         chosen_mask[:capacity] = rows.live[:capacity]
     candidates = in_window(np.flatnonzero(chosen_mask[:capacity]))
     if not len(candidates):
         return Search([], 0, scanned, time_range, wanted)
 
-    tid = rows.tid[candidates]
-    has_thread = tid >= 0
-    safe_tid = np.where(has_thread, tid, 0)
-    last_reply = np.where(has_thread, index.threads.last[safe_tid], 0.0)
-    reply_count = np.where(has_thread, index.threads.count[safe_tid], 0.0)
-    busiest = _busiest(index, since)
-    activity = np.log1p(reply_count) / math.log1p(busiest) if busiest else np.zeros(len(tid))
-    reference = now if now is not None else float(rows.ts[_newest(index, hidden)])
-    last = np.maximum(rows.ts[candidates], last_reply)
-    recency = 0.5 ** (np.maximum(reference - last, 0.0) / ranking.recency_half_life)
-    asks_why = bool(_ASKS_WHY.search(intent.casefold())) and bool(ranking.cause_boost)
-    explains = rows.cause[candidates] & asks_why
-    named = periods(intent) if ranking.date_boost else []
-    period_of = in_periods(rows.ts[candidates], named) if named else np.full(len(candidates), -1)
-    written = rows.author[candidates] if codes or named_codes else rows.author[:0]
-    authored = _written_by(written, codes, len(candidates))
-    by_named = _written_by(written, named_codes, len(candidates))
     own = keyword[candidates]
     thread = keyword[rows.root[candidates]] if wanted else np.zeros(len(candidates))
-    context = (
-        _context(index, keyword, candidates, ranking)
-        if wanted and (ranking.context_before or ranking.context_after)
-        else np.zeros(len(candidates))
+    asked_of = Asked(
+        wanted=bool(wanted),
+        keyword=keyword,
+        busiest=_busiest(index, since),
+        reference=now if now is not None else float(rows.ts[_newest(index, hidden)]),
+        asks_why=bool(_ASKS_WHY.search(intent.casefold())) and bool(ranking.cause_boost),
+        named=periods(intent) if ranking.date_boost else [],
+        codes=codes,
+        named_codes=named_codes,
     )
-    total = (
-        own
-        + ranking.thread_share * thread
-        + context
-        + ranking.date_boost * (period_of >= 0)
-        + ranking.cause_boost * explains
-        + ranking.author_boost * authored
-        + ranking.named_person * by_named
-        + ranking.recency_weight * recency
-        + ranking.activity_weight * activity
+    worth = worth_scoring(
+        index, candidates, own, thread, asked_of, ranking, limit, per_thread, prune_from
     )
-    # Rounded scores make the order independent of float summation order; ties go to the newer.
-    rounded = np.round(total, 9)
-    # The bot's own earlier answers and the questions asked of it come after every message
-    # of people: they repeat the words of the question without answering it.
-    order_by = np.where(rows.exchange[candidates], rounded - _EXCHANGE, rounded)
-    chosen = _choose(index, candidates, order_by, rows.key[candidates], limit, per_thread)
+    if worth is None:
+        scored = score(index, candidates, own, thread, asked_of, ranking)
+    else:
+        scored = score(index, candidates[worth], own[worth], thread[worth], asked_of, ranking)
+    slots = scored.slots
+    chosen = choose(index, slots, scored.order_by, rows.key[slots], limit, per_thread)
+    named = asked_of.named
+    reference = asked_of.reference
 
     hits: list[Hit] = []
     for position in chosen:
-        slot = int(candidates[position])
+        slot = int(slots[position])
         message = index.message(slot)
         signals = (
             _signals(
@@ -347,20 +313,27 @@ def search(
                 scoring,
                 ranking,
                 keyword,
-                thread=bool(ranking.thread_share and thread[position] > 0),
-                context=bool(context[position] > 0),
-                period=named[int(period_of[position])] if period_of[position] >= 0 else None,
-                explains=bool(explains[position]),
-                author=author_of(message, names).display_name if authored[position] else None,
-                person=author_of(message, names).display_name if by_named[position] else None,
+                thread=bool(ranking.thread_share and scored.thread[position] > 0),
+                context=bool(scored.context[position] > 0),
+                period=named[int(scored.period_of[position])]
+                if scored.period_of[position] >= 0
+                else None,
+                explains=bool(scored.explains[position]),
+                author=author_of(message, names).display_name
+                if scored.authored[position]
+                else None,
+                person=author_of(message, names).display_name
+                if scored.by_named[position]
+                else None,
                 live_thread=bool(
-                    last_reply[position] and reference - last_reply[position] <= LIVE_THREAD
+                    scored.last_reply[position]
+                    and reference - scored.last_reply[position] <= LIVE_THREAD
                 ),
             )
             if explain
             else ""
         )
-        hits.append(Hit(message, names, float(rounded[position]), signals))
+        hits.append(Hit(message, names, float(scored.rounded[position]), signals))
     return Search(hits, len(candidates), scanned, time_range, wanted)
 
 
@@ -383,16 +356,6 @@ def _mark_replies(index: ChannelIndex, chosen_mask: Bools) -> None:
         current = rows.prev[current]
 
 
-def _written_by(authors: Ints32, codes: Sequence[int], count: int) -> Bools:
-    """Which of ``count`` ``authors`` are one of ``codes`` (all False without codes, whatever
-    ``authors`` holds): ``np.isin``'s answer, by one comparison a code (a person or two are
-    asked for; ``isin`` over every slot of 260,000 took 3.7 ms)."""
-    found = np.zeros(count, dtype=np.bool_)
-    for code in codes:
-        found |= authors == code
-    return found
-
-
 def _busiest(index: ChannelIndex, since: float | None) -> float:
     """The most replies of a thread with a message in the window (its newest >= since)."""
     threads = index.threads
@@ -407,38 +370,6 @@ def _busiest(index: ChannelIndex, since: float | None) -> float:
 def _newest(index: ChannelIndex, hidden: frozenset[str]) -> int:
     """The slot of the newest message that is not hidden (the window is not empty)."""
     return index.window(None, hidden)[2]
-
-
-def _choose(
-    index: ChannelIndex,
-    candidates: Ints,
-    rounded: Floats,
-    keys: Ints,
-    limit: int,
-    per_thread: int,
-) -> list[int]:
-    """Positions (into ``candidates``) of the best ``limit``, at most ``per_thread`` a thread."""
-    count = len(candidates)
-    take = min(count, max(4 * limit, 32))
-    while True:
-        if take < count:
-            threshold = np.partition(rounded, count - take)[count - take]
-            subset = np.flatnonzero(rounded >= threshold)  # ties at the edge all come along
-        else:
-            subset = np.arange(count)
-        order = subset[np.lexsort((-keys[subset], -rounded[subset]))]
-        chosen: list[int] = []
-        per: dict[int, int] = {}
-        for position in order:
-            if len(chosen) == limit:
-                break
-            thread = ts_key(index.message(int(candidates[position])).root_ts)
-            if per.get(thread, 0) < per_thread:
-                per[thread] = per.get(thread, 0) + 1
-                chosen.append(int(position))
-        if len(chosen) == limit or take >= count:
-            return chosen
-        take = min(count, take * 4)
 
 
 def _signals(

@@ -54,6 +54,7 @@ class Applier(EventApplier[_Row]):
         self._shards: set[int] | None = None  # the shards that exist
         self._chan_shards: set[tuple[int, int]] = set()  # (channel, shard) rows known written
         self._codes: dict[int, str] = {}  # channel id -> its term code (see _fts)
+        self.touched: set[int] = set()  # channels named since take_touched (search's row cache)
 
     def forget_cache(self) -> None:
         """Drop the caches (after a rollback they may name rows that are gone)."""
@@ -78,12 +79,18 @@ class Applier(EventApplier[_Row]):
         )
         self._chan_shards.add((chan, shard))
 
+    def take_touched(self) -> set[int]:
+        """The channels named since the last call (every write to a channel names it here)."""
+        touched, self.touched = self.touched, set()
+        return touched
+
     # -- channels -----------------------------------------------------------------------------
 
     def channel(self, team: str, channel: str) -> tuple[int, int | None]:
         """(channel id, erased_through) of ``team``/``channel``, created when new."""
         found = self._channels.get((team, channel))
         if found is not None:
+            self.touched.add(found[0])
             return found
         row = self.db.execute(
             "SELECT id, erased_through FROM channels WHERE team = ? AND channel = ?",
@@ -96,6 +103,7 @@ class Applier(EventApplier[_Row]):
             assert cursor.lastrowid is not None
             row = (cursor.lastrowid, None)
         found = self._channels[(team, channel)] = (int(row[0]), row[1])
+        self.touched.add(found[0])
         return found
 
     def _run(self, query: str, args: Sequence[object]) -> None:
@@ -245,7 +253,9 @@ class Applier(EventApplier[_Row]):
             "WHERE c.team = ? AND m.more LIKE ? ESCAPE '\\'",
             (team, "%" + _like(json.dumps(file_id)) + "%"),
         ).fetchall()
-        return [(channel, chan, _Row(*columns)) for channel, chan, *columns in found]
+        carriers = [(channel, chan, _Row(*columns)) for channel, chan, *columns in found]
+        self.touched.update(chan for _, chan, _ in carriers)
+        return carriers
 
 
 def unindex(db: sqlite3.Connection, chan: int, row_id: int, text: str, more: str | None) -> None:

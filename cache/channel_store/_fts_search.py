@@ -23,13 +23,26 @@ The caller ranks them with every signal it has; what changes against scoring eve
 only which of many common-word matches reach it: the newest, not the shortest anywhere in the
 channel. A message holding a common word beyond its newest :data:`CAP` matches counts only the
 rare words it holds.
+
+*Remembered.* Reading a common term's 2,000 row ids and their ts was most of a search's
+candidates (6-14 ms at 1,000,000 messages), and the same words come back in question after
+question (a service's name). :class:`RowCache` keeps each term's row ids, the ts of the rows
+read, and the channel's shards, tagged with the channel's write generation (bumped by the
+store after every transaction that named the channel) and the store's epoch (bumped by a
+purge, a size cut, or, for a read-only store, any commit another connection made, which
+``PRAGMA data_version`` tells): an entry whose tags moved is read again. Tags are taken before
+the read, so a write that lands during it leaves the entry stale-tagged, never stale and
+trusted.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+from array import array
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from itertools import chain
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -37,27 +50,122 @@ import numpy.typing as npt
 from chanctx.cache.channel_store._fts import SHARD_BITS, shard_table
 from chanctx.cache.channel_store._records import Candidate
 
-__all__ = ["CAP", "SCORED", "candidates"]
+__all__ = ["CAP", "SCORED", "RowCache", "candidates"]
 
 CAP = 2_000  # row ids read a term, at most (one more tells a common term)
 SCORED = 200  # matches bm25() ranks, at most (each call reads the row's length)
 _SHARDS_A_QUERY = 100  # a compound SELECT holds at most 500 (SQLite's default limit)
 _IDS_A_QUERY = 900  # bound parameters a statement, under SQLite's old default of 999
+_TERMS_KEPT = 512  # terms' row ids remembered (each at most CAP + 1 ids, 8 bytes each)
+_TS_KEPT = 50_000  # rows' ts remembered, all channels together
 
 Query = Callable[[str, Sequence[Any]], list[Any]]
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 
+Tags = tuple[int, int]  # (the store's epoch, the channel's write generation)
+
+
+class RowCache:
+    """Terms' row ids, rows' ts and channels' shards read before, valid while their tags hold
+    (see the module docstring). Thread-safe: readers on many threads share it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._epoch = 0
+        self._generations: dict[int, int] = {}
+        self._terms: OrderedDict[tuple[int, str], tuple[Tags, array[int]]] = OrderedDict()
+        self._ts: dict[int, tuple[Tags, int, str]] = {}  # row -> (tags, its channel, its ts)
+        self._shards: dict[int, tuple[Tags, list[int]]] = {}
+
+    def tags(self, chan: int) -> Tags:
+        return self._epoch, self._generations.get(chan, 0)
+
+    def wrote(self, chans: Sequence[int] | set[int]) -> None:
+        """A transaction that named ``chans`` ended (committed or not): their entries go stale."""
+        with self._lock:
+            for chan in chans:
+                self._generations[chan] = self._generations.get(chan, 0) + 1
+
+    def wrote_all(self) -> None:
+        """Something may have changed any channel (a purge, another process's commit)."""
+        with self._lock:
+            self._epoch += 1
+            self._terms.clear()
+            self._ts.clear()
+            self._shards.clear()
+
+    def shards(self, chan: int, read: Callable[[], list[int]]) -> list[int]:
+        tags = self.tags(chan)
+        found = self._shards.get(chan)
+        if found is not None and found[0] == tags:
+            return found[1]
+        shards = read()
+        with self._lock:
+            self._shards[chan] = (tags, shards)
+        return shards
+
+    def rows(self, chan: int, phrase: str, read: Callable[[], list[int]]) -> array[int]:
+        """``phrase``'s row ids in ``chan`` (newest first, at most CAP + 1), read when stale."""
+        tags = self.tags(chan)
+        key = (chan, phrase)
+        with self._lock:
+            found = self._terms.get(key)
+            if found is not None and found[0] == tags:
+                self._terms.move_to_end(key)
+                return found[1]
+        ids = array("q", read())
+        with self._lock:
+            self._terms[key] = (tags, ids)
+            self._terms.move_to_end(key)
+            while len(self._terms) > _TERMS_KEPT:
+                self._terms.popitem(last=False)
+        return ids
+
+    def ts_of(
+        self, chan: int, rows: Sequence[int], read: Callable[[Sequence[int]], dict[int, str]]
+    ) -> dict[int, str]:
+        """The ts of those of ``rows`` that are ``chan``'s messages; the rest read."""
+        tags = self.tags(chan)
+        out: dict[int, str] = {}
+        missing: list[int] = []
+        known = self._ts
+        for row in rows:
+            found = known.get(row)
+            if found is not None and found[0] == tags and found[1] == chan:
+                out[row] = found[2]
+            else:
+                missing.append(row)
+        if missing:
+            fresh = read(missing)
+            out.update(fresh)
+            with self._lock:
+                if len(known) + len(fresh) > _TS_KEPT:
+                    known.clear()
+                for row, ts in fresh.items():
+                    known[row] = (tags, chan, ts)
+        return out
+
+
 def candidates(
-    query: Query, chan: int, shards: Sequence[int], phrases: Sequence[str], limit: int
+    query: Query,
+    chan: int,
+    shards: Sequence[int],
+    phrases: Sequence[str],
+    limit: int,
+    cache: RowCache | None = None,
 ) -> list[Candidate]:
     """The best ``limit`` messages of channel ``chan`` for any of ``phrases`` (FTS5 phrase
-    queries of the channel's scoped terms), read as the module docstring says."""
+    queries of the channel's scoped terms), read as the module docstring says; ``cache``:
+    where row ids and ts read before are kept."""
+    cache = cache or RowCache()
     newest_first = sorted(shards, reverse=True)
-    found = [_row_ids(query, newest_first, phrase) for phrase in phrases]
-    matched: set[int] = set().union(*found)
-    if all(len(ids) <= CAP for ids in found) and len(matched) <= SCORED:
+    found = [
+        cache.rows(chan, phrase, partial(_row_ids, query, newest_first, phrase))
+        for phrase in phrases
+    ]
+    if all(len(ids) <= CAP for ids in found) and _distinct(found) <= SCORED:
         return _ranked(query, chan, newest_first, " OR ".join(phrases), limit)
     # Any row count above every term's: the shards the channel has words in hold at most this.
     size = max(len(newest_first) << SHARD_BITS, max(map(len, found)) + 1)
@@ -65,11 +173,19 @@ def candidates(
     # Best score first, ties to the newer (larger) row id.
     best = [int(row) for row in rows[np.lexsort((-rows, -score))[:limit]]]
     score_of = dict(zip(rows.tolist(), score.tolist(), strict=True))
-    ts_of = _ts_of(query, chan, best)
+    ts_of = cache.ts_of(chan, best, partial(_ts_of, query, chan))
     return [Candidate(ts_of[row], score_of[row]) for row in best if row in ts_of]
 
 
-def _scored(found: Sequence[list[int]], size: int) -> tuple[IntArray, FloatArray]:
+def _distinct(found: Sequence[Sequence[int]]) -> int:
+    """How many rows ``found`` names (a row read for two terms counts once)."""
+    total = sum(map(len, found))
+    if total <= SCORED:
+        return total
+    return len(np.unique(np.concatenate([np.asarray(ids, dtype=np.int64) for ids in found])))
+
+
+def _scored(found: Sequence[Sequence[int]], size: int) -> tuple[IntArray, FloatArray]:
     """(every row read, ascending; its score): the sum of the weights of the terms that read
     it, added in term order from 0.0 (``bincount`` adds its weights in input order), as a
     per-row loop would."""
@@ -77,7 +193,7 @@ def _scored(found: Sequence[list[int]], size: int) -> tuple[IntArray, FloatArray
     for ids in found:
         df = max(len(ids), CAP + 1) if len(ids) > CAP else len(ids)
         weights.append(math.log(1.0 + (size - df + 0.5) / (df + 0.5)))
-    read = np.fromiter(chain.from_iterable(found), dtype=np.int64, count=sum(map(len, found)))
+    read = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in found])
     each = np.repeat(np.array(weights, dtype=np.float64), [len(ids) for ids in found])
     rows, where = np.unique(read, return_inverse=True)
     score: FloatArray = np.bincount(where, weights=each, minlength=len(rows)).astype(np.float64)

@@ -17,7 +17,7 @@ from typing import Any
 from chanctx.cache import ts_key
 from chanctx.cache.channel_store._errors import StoreCorrupt
 from chanctx.cache.channel_store._fts import scoped_phrases
-from chanctx.cache.channel_store._fts_search import candidates
+from chanctx.cache.channel_store._fts_search import RowCache, candidates
 from chanctx.cache.channel_store._reads_shared import COLUMNS, SharedReads
 from chanctx.cache.channel_store._records import (
     Candidate,
@@ -38,6 +38,7 @@ class Reads(SharedReads):
     LIVE = "deleted = 0"
     TIMELINE = "(thread_key IS NULL OR thread_key = ts_key OR flags & 16)"
     USER_COLUMN = "user"
+    read_only = False  # the store sets it: another process may be the writer
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -45,6 +46,8 @@ class Reads(SharedReads):
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._chan_ids: dict[tuple[str, str], int] = {}
+        # Row ids and ts that search_candidates read before; the writer tells it what changed.
+        self.row_cache = RowCache()
 
     def _reader(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
@@ -126,15 +129,31 @@ class Reads(SharedReads):
         phrases = scoped_phrases(chan, terms)
         if not phrases:
             return []
-        shards = [
-            s for (s,) in self._query("SELECT shard FROM chan_shards WHERE chan = ?", (chan,))
-        ]
-        found = candidates(self._query, chan, shards, phrases, limit) if shards else []
+        cache = self._fresh_cache()
+        shards = cache.shards(
+            chan,
+            lambda: [
+                s for (s,) in self._query("SELECT shard FROM chan_shards WHERE chan = ?", (chan,))
+            ],
+        )
+        found = candidates(self._query, chan, shards, phrases, limit, cache) if shards else []
         if before is None:
             return found
         # The same best ``limit``, those older than ``before`` (the search is unchanged).
         older = ts_key(before)
         return [c for c in found if ts_key(c.ts) < older]
+
+    def _fresh_cache(self) -> RowCache:
+        """The row cache, emptied first when this store is read-only and another connection
+        committed since this thread's last look (``PRAGMA data_version``; a thread's first look
+        empties it too, having nothing to compare). The writer's own commits bump the
+        generations of the channels they named instead (``SqliteChannelStore.transact``)."""
+        if self.read_only:
+            version = self._query("PRAGMA data_version")[0][0]
+            if getattr(self._local, "data_version", None) != version:
+                self.row_cache.wrote_all()
+                self._local.data_version = version
+        return self.row_cache
 
     # -- stats --------------------------------------------------------------------------------
 

@@ -161,6 +161,7 @@ class SqliteChannelStore(Reads):
                 if isinstance(error, sqlite3.Error):
                     raise self._translated(error) from None
                 raise
+            self.row_cache.wrote(self._applier.take_touched())  # search's row ids go stale
             if result.erased and self._clock() - self._last_erase >= self._erase_interval:
                 self._erase_after_commit()
         return result
@@ -198,6 +199,7 @@ class SqliteChannelStore(Reads):
         with self._write_lock:
             try:
                 gone = purge_before(self._writer(), horizon)
+                self.row_cache.wrote_all()
                 self._erase_locked()
                 self._writer().execute("PRAGMA incremental_vacuum")
             except sqlite3.Error as error:
@@ -209,6 +211,7 @@ class SqliteChannelStore(Reads):
         with self._write_lock:
             try:
                 gone = drop_oldest(self._writer(), max_bytes)
+                self.row_cache.wrote_all()
                 self._erase_locked()
             except sqlite3.Error as error:
                 raise self._translated(error) from None

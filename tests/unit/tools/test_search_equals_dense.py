@@ -9,10 +9,15 @@ for, a reason asked, a month), windows (``since``) and hidden messages.
 
 The index's links are built two ways (each older message linked on its own, by a bisection of
 the channel's sorted keys or a walk back through its thread; or many at once, in one sorted
-pass): the searches over both are compared with the model too.
+pass): the searches over both are compared with the model too. Each search is asked once more
+with every candidate bounded first however few there are (``tools._scored``: only those whose
+bound reaches the floor are scored in full), which must not change the answer either.
 """
 
 from __future__ import annotations
+
+from functools import partial
+from typing import Any
 
 import pytest
 from chanctx.cache import ts_key
@@ -69,10 +74,15 @@ def _messages(drawn: list[tuple[int, int | None, str, list[str]]]) -> list[Messa
     return list(out.values())
 
 
-def _answers(index: ChannelIndex, model: bool, **asked: object) -> object:
-    run = dense_search.search if model else search
+def _answers(index: ChannelIndex, model: bool, prune: bool = False, **asked: Any) -> object:
+    if model:
+        run = dense_search.search
+    elif prune:  # every candidate bounded first, however few: ``tools._scored``'s floor
+        run = partial(search, prune_from=0)
+    else:
+        run = search
     with index.lock:
-        found = run(index, names=NAMES, now=None, per_thread=2, **asked)  # type: ignore[arg-type]
+        found = run(index, names=NAMES, now=None, per_thread=2, **asked)
     hits = [(h.message.ts, h.score, h.signal) for h in found.hits]
     return hits, found.matches, found.scanned, found.time_range, found.keywords
 
@@ -127,6 +137,7 @@ def test_the_ranking_equals_the_dense_one(
         expected = _answers(one_by_one, True, **asked)
         assert _answers(one_by_one, False, **asked) == expected
         assert _answers(bulk, False, **asked) == expected
+        assert _answers(one_by_one, False, prune=True, **asked) == expected
 
 
 def test_a_long_thread_under_a_matching_root_ranks_as_before() -> None:
@@ -168,7 +179,9 @@ def test_short_threads_in_a_large_index_rank_as_before() -> None:
         for message in messages:
             index.queue(ts_key(message.ts), message)
         index.refresh(NAMES)
-    for intent in ("why checkout", "note 7", "Joanna failed"):
+    for intent in ("why checkout", "note 7", "Joanna failed", "checkout note"):
         asked = {"intent": intent, "authors": (), "since": None, "limit": 40,
                  "hidden": frozenset()}  # fmt: skip
-        assert _answers(index, False, **asked) == _answers(index, True, **asked)
+        expected = _answers(index, True, **asked)
+        assert _answers(index, False, **asked) == expected
+        assert _answers(index, False, prune=True, **asked) == expected

@@ -1,0 +1,146 @@
+"""``search_candidates`` remembers the row ids and ts it read (``_fts_search.RowCache``), and no
+write is ever answered from a stale entry: after any sequence of posts, bulk posts, edits,
+deletions, forgotten users, deleted files and forgotten channels, the store that remembers
+answers exactly as a store opened afresh on the same file (which has read nothing before).
+A read-only store beside the writer (another connection, as ``chanctx query`` beside the bot)
+sees the writer's commits too. A write to one channel leaves the other channels' entries in
+use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+from chanctx.cache.channel_store import (
+    ChannelForgotten,
+    FileDeleted,
+    FileShared,
+    MessageDeleted,
+    MessageEdited,
+    MessagePosted,
+    SqliteChannelStore,
+    StoreEvent,
+    UserForgotten,
+)
+from chanctx.cache.channel_store._fts_search import CAP
+from chanctx.cache.channel_store.bulk import plain_message_row, post_rows
+from chanctx.context import FileRef, Message
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+T = "T1"
+BASE = 1_700_000_000
+WORDS = ("deploy", "pool", "zanzibar", "lunch")
+ASKED = (["deploy"], ["deploy", "zanzibar"], ["pool", "lunch"], ["zanzibar"])
+
+
+def ts(second: int) -> str:
+    return f"{BASE + second}.000000"
+
+
+def _answers(store: SqliteChannelStore) -> list[object]:
+    return [
+        [(c.ts, c.score) for c in store.search_candidates(T, channel, terms, 7)]
+        for channel in ("C1", "C2")
+        for terms in ASKED
+    ]
+
+
+def _fresh(path: Path) -> list[object]:
+    reader = SqliteChannelStore(path, read_only=True)
+    try:
+        return _answers(reader)
+    finally:
+        reader.close()
+
+
+def _event(kind: int, second: int, channel: str, words: list[str]) -> StoreEvent:
+    text = " ".join(words)
+    if kind == 0:
+        user = "U2" if second % 3 == 0 else "U1"
+        message = Message(channel=channel, ts=ts(second), user_id=user, text=text)
+        return MessagePosted(T, message)
+    if kind == 1:
+        return MessageEdited(T, channel, ts(second), text, ts(second + 1_000))
+    if kind == 2:
+        return MessageDeleted(T, channel, ts(second))
+    if kind == 3:
+        return UserForgotten(T, "U2")
+    if kind == 4:
+        ref = FileRef(artifact_id="F1", title="zanzibar deploy notes")
+        message = Message(channel=channel, ts=ts(second), user_id="U1", text=text, files=(ref,))
+        return MessagePosted(T, message)
+    if kind == 5:
+        return FileDeleted(T, "F1")
+    return ChannelForgotten(T, channel)
+
+
+_step = st.tuples(
+    st.integers(0, 7),  # 0-6 an event, 7 a bulk post of new rows
+    st.integers(0, 40),
+    st.sampled_from(["C1", "C2"]),
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+)
+
+
+@settings(deadline=None, max_examples=40)
+@given(st.lists(_step, min_size=1, max_size=12))
+def test_the_remembering_store_answers_as_a_fresh_one(
+    steps: list[tuple[int, int, str, list[str]]],
+) -> None:
+    with TemporaryDirectory() as tmp:
+        path = Path(tmp)
+        store = SqliteChannelStore(path)
+        beside = SqliteChannelStore(path, read_only=True)  # another connection, remembering
+        try:
+            for kind, second, channel, words in steps:
+                if kind == 7:
+                    rows = [plain_message_row(ts(1_000 + second * 10 + n), "U1", " ".join(words))
+                            for n in range(3)]  # fmt: skip
+                    post_rows(store, T, channel, rows)
+                elif kind == 5:
+                    store.write([FileShared(T, FileRef(artifact_id="F1"), channel, ts(second))])
+                    store.write([_event(kind, second, channel, words)])
+                else:
+                    store.write([_event(kind, second, channel, words)])
+                expected = _fresh(path)
+                assert _answers(store) == expected
+                assert _answers(beside) == expected
+        finally:
+            beside.close()
+            store.close()
+
+
+def test_many_matches_stay_right_after_writes_and_other_channels_keep_theirs(
+    tmp_path: Path,
+) -> None:
+    # More matches than CAP: the common word's newest row ids and their ts are remembered.
+    store = SqliteChannelStore(tmp_path)
+    rows = [plain_message_row(ts(n), "U1", f"deploy number {n}") for n in range(CAP + 200)]
+    post_rows(store, T, "C1", rows)
+    store.write([MessagePosted(T, Message(channel="C2", ts=ts(1), user_id="U1", text="deploy"))])
+    first = store.search_candidates(T, "C1", ["deploy", "number"], 5)
+    assert first == _fresh_one(tmp_path, "C1")
+    chan = store._chan(T, "C1")
+    assert chan is not None
+    tags = store.row_cache.tags(chan)
+    store.write([MessagePosted(T, Message(channel="C2", ts=ts(2), user_id="U1", text="deploy"))])
+    assert store.row_cache.tags(chan) == tags  # another channel's write: C1's entries hold
+    newest = ts(CAP + 500)
+    store.write([MessagePosted(T, Message(channel="C1", ts=newest, user_id="U1", text="deploy"))])
+    assert store.row_cache.tags(chan) != tags
+    after = store.search_candidates(T, "C1", ["deploy", "number"], 5)
+    assert after == _fresh_one(tmp_path, "C1")
+    store.write([MessageDeleted(T, "C1", first[0].ts)])
+    gone = store.search_candidates(T, "C1", ["deploy", "number"], 5)
+    assert first[0].ts not in [c.ts for c in gone]
+    assert gone == _fresh_one(tmp_path, "C1")
+    store.close()
+
+
+def _fresh_one(path: Path, channel: str) -> object:
+    reader = SqliteChannelStore(path, read_only=True)
+    try:
+        return reader.search_candidates(T, channel, ["deploy", "number"], 5)
+    finally:
+        reader.close()
