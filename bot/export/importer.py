@@ -51,7 +51,7 @@ __all__ = [
     "spare_core",
 ]
 
-BATCH = 5_000  # messages a transaction: big enough to amortise the commit, small to resume
+BATCH = 20_000  # messages a transaction: big enough to amortise the commit, small to resume
 # Day files past this size (uncompressed) are parsed in a second process: below it, starting
 # that process (about a second of imports) costs more than the overlap saves.
 PARALLEL_BYTES = 16 * 2**20

@@ -11,12 +11,15 @@ capacity bounds the memory both sides hold.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import pickle
+import queue
 import subprocess
 import sys
+import threading
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +50,7 @@ from chanctx.context import ChanctxError, FileRef, Message
 __all__ = ["DayRows", "Item", "ParsingStopped", "main", "parse_in_worker", "parsed"]
 
 _CHUNK: Final = 2_000  # messages a handoff: few of them, little held
+_AHEAD: Final = 16  # chunks read ahead of the importer: a few of its transactions' worth
 _HEADER: Final = 8  # bytes of a chunk's length before it
 # A chunk's rows and words go as MessagePack, decoded typed (the rows come back as tuples):
 # a third of what unpickling them costs the importer, whose core is the busier one.
@@ -166,44 +170,68 @@ def _message(record: ExportMessage, me: SelfIdentity, out: DayRows) -> Message |
 
 
 def parse_in_worker(path: Path, only: set[str] | None) -> Generator[Item, None, None]:
-    """``parsed`` run in a process of its own (``main``), its items handed
-    over in chunks through a pipe (``_hand_over``), whose size bounds what waits. Closing the iterator
-    (or an error here) kills the worker; a worker whose importer is gone (kill -9) dies on its
-    next write to the closed pipe."""
+    """``parsed`` run in a process of its own (``main``), its items handed over in chunks
+    through a pipe that a thread of this process reads ahead (``_read_ahead``): so the worker
+    never waits for the importer's commits, nor the importer for a chunk the worker has built,
+    and at most ``_AHEAD`` chunks wait. Closing the iterator (or an error here) kills the
+    worker; a worker whose importer is gone (kill -9) dies on its next write to the pipe."""
     command = [sys.executable, "-c", _WORKER, str(path)]
     if only is not None:
         command.append(json.dumps(sorted(only)))
     worker = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
     assert worker.stdout is not None
-    pipe = worker.stdout
-
-    def part() -> bytes:
-        header = pipe.read(_HEADER)
-        data = pipe.read(int.from_bytes(header, "big")) if len(header) == _HEADER else b""
-        if len(header) < _HEADER or len(data) < int.from_bytes(header, "big"):
-            status = worker.wait()
-            raise ParsingStopped(f"the parsing process stopped (exit status {status})")
-        return data
-
+    ahead: queue.Queue[list[Item] | str | None] = queue.Queue(maxsize=_AHEAD)
+    reader = threading.Thread(target=_read_ahead, args=(worker.stdout, ahead), daemon=True)
+    reader.start()
     try:
-        while True:
-            # Written by our own worker (values only: the export never reaches pickle opcodes).
-            chunk = pickle.loads(part())
-            bulk = _BULK.decode(part())
+        while (chunk := ahead.get()) is not _END:
             if chunk is None:
-                return
+                raise ParsingStopped(f"the parsing process stopped (exit status {worker.wait()})")
             if isinstance(chunk, str):
                 raise ParsingStopped(f"the parsing process failed: {chunk}")
-            days = iter(bulk)
-            for item in chunk:
-                if isinstance(item, DayRows):
-                    item.rows, item.words = next(days)
             yield from chunk
     finally:
         if worker.poll() is None:
             worker.kill()
+        while reader.is_alive():  # it ends at the pipe's end; unblock a put on a full queue
+            with contextlib.suppress(queue.Empty):
+                ahead.get(timeout=0.05)
         worker.wait()
-        pipe.close()
+        worker.stdout.close()
+
+
+_END: Final[list[Item]] = []  # the worker's last chunk (an empty list of its own)
+
+
+def _read_ahead(pipe: BinaryIO, ahead: queue.Queue[list[Item] | str | None]) -> None:
+    """The worker's chunks, decoded, into ``ahead`` (blocking while it is full); ``_END`` after
+    the worker's end mark, None when the pipe ends before it. Reading releases the GIL, and so
+    do the importer's SQLite steps: decoding here overlaps them."""
+
+    def part() -> bytes | None:
+        header = pipe.read(_HEADER)
+        size = int.from_bytes(header, "big")
+        data = pipe.read(size) if len(header) == _HEADER else b""
+        return data if len(header) == _HEADER and len(data) == size else None
+
+    try:
+        while (head := part()) is not None and (rows := part()) is not None:
+            # Written by our own worker (values only: the export never reaches pickle opcodes).
+            chunk = pickle.loads(head)
+            bulk = _BULK.decode(rows)
+            if chunk is None:
+                ahead.put(_END)
+                return
+            if isinstance(chunk, list):
+                days = iter(bulk)
+                for item in chunk:
+                    if isinstance(item, DayRows):
+                        item.rows, item.words = next(days)
+            ahead.put(chunk)
+    except Exception as error:  # reported by the importer, as the worker's own failure is
+        ahead.put(f"its output could not be read: {type(error).__name__}: {error}")
+        return
+    ahead.put(None)
 
 
 def _hand_over(out: BinaryIO, chunk: list[Item] | str | None) -> None:
