@@ -12,18 +12,19 @@ capacity bounds the memory both sides hold.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import io
+import itertools
 import json
 import logging
 import os
 import pickle
-import queue
 import subprocess
 import sys
-import threading
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any, Final
 
 import msgspec
 from chanctx.bot.export.reader import (
@@ -50,7 +51,8 @@ from chanctx.context import ChanctxError, FileRef, Message
 __all__ = ["DayRows", "Item", "ParsingStopped", "main", "parse_in_worker", "parsed"]
 
 _CHUNK: Final = 2_000  # messages a handoff: few of them, little held
-_AHEAD: Final = 16  # chunks read ahead of the importer: a few of its transactions' worth
+_PIPES: Final = 8  # pipes the chunks take in turn: what they hold together may wait
+_PIPE_BYTES: Final = 2**20  # each pipe's capacity where Linux allows it (its usual limit)
 _HEADER: Final = 8  # bytes of a chunk's length before it
 # A chunk's rows and words go as MessagePack, decoded typed (the rows come back as tuples):
 # a third of what unpickling them costs the importer, whose core is the busier one.
@@ -171,71 +173,93 @@ def _message(record: ExportMessage, me: SelfIdentity, out: DayRows) -> Message |
 
 def parse_in_worker(path: Path, only: set[str] | None) -> Generator[Item, None, None]:
     """``parsed`` run in a process of its own (``main``), its items handed over in chunks
-    through a pipe that a thread of this process reads ahead (``_read_ahead``): so the worker
-    never waits for the importer's commits, nor the importer for a chunk the worker has built,
-    and at most ``_AHEAD`` chunks wait. Closing the iterator (or an error here) kills the
-    worker; a worker whose importer is gone (kill -9) dies on its next write to the pipe."""
-    command = [sys.executable, "-c", _WORKER, str(path)]
-    if only is not None:
-        command.append(json.dumps(sorted(only)))
-    worker = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
-    assert worker.stdout is not None
-    ahead: queue.Queue[list[Item] | str | None] = queue.Queue(maxsize=_AHEAD)
-    reader = threading.Thread(target=_read_ahead, args=(worker.stdout, ahead), daemon=True)
-    reader.start()
+    through ``_PIPES`` pipes taken in turn, so that up to their capacity together (about
+    ``_PIPES`` MB on Linux, a few transactions' worth) waits: the worker does not stop at each
+    of the importer's commits, and the importer finds the next chunk built. No thread on
+    either side (a reading thread's GIL hand-offs slowed the importer's SQLite steps).
+    Closing the iterator (or an error here) kills the worker; a worker whose importer is gone
+    (kill -9) dies on its next write to a pipe."""
+    pipes = [os.pipe() for _ in range(_PIPES)]
+    ends = [io.FileIO(read, "r") for read, _ in pipes]
     try:
-        while (chunk := ahead.get()) is not _END:
+        command = [sys.executable, "-c", _WORKER, str(path), ",".join(str(w) for _, w in pipes)]
+        if only is not None:
+            command.append(json.dumps(sorted(only)))
+        for _, write in pipes:
+            _widen(write)
+        worker = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            pass_fds=[w for _, w in pipes],
+        )
+    except BaseException:
+        for end in ends:
+            end.close()
+        raise
+    finally:
+        for _, write in pipes:
+            os.close(write)
+    try:
+        for turn in itertools.count():
+            chunk = _receive(ends[turn % _PIPES])
             if chunk is None:
                 raise ParsingStopped(f"the parsing process stopped (exit status {worker.wait()})")
             if isinstance(chunk, str):
                 raise ParsingStopped(f"the parsing process failed: {chunk}")
+            if not chunk:  # the end mark
+                return
             yield from chunk
     finally:
         if worker.poll() is None:
             worker.kill()
-        while reader.is_alive():  # it ends at the pipe's end; unblock a put on a full queue
-            with contextlib.suppress(queue.Empty):
-                ahead.get(timeout=0.05)
         worker.wait()
-        worker.stdout.close()
+        for end in ends:
+            end.close()
 
 
-_END: Final[list[Item]] = []  # the worker's last chunk (an empty list of its own)
+def _widen(fd: int) -> None:
+    """Give the pipe ``_PIPE_BYTES`` where the system lets us (Linux); else it keeps its own."""
+    with contextlib.suppress(AttributeError, OSError):
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
 
 
-def _read_ahead(pipe: BinaryIO, ahead: queue.Queue[list[Item] | str | None]) -> None:
-    """The worker's chunks, decoded, into ``ahead`` (blocking while it is full); ``_END`` after
-    the worker's end mark, None when the pipe ends before it. Reading releases the GIL, and so
-    do the importer's SQLite steps: decoding here overlaps them."""
-
-    def part() -> bytes | None:
-        header = pipe.read(_HEADER)
-        size = int.from_bytes(header, "big")
-        data = pipe.read(size) if len(header) == _HEADER else b""
-        return data if len(header) == _HEADER and len(data) == size else None
-
-    try:
-        while (head := part()) is not None and (rows := part()) is not None:
-            # Written by our own worker (values only: the export never reaches pickle opcodes).
-            chunk = pickle.loads(head)
-            bulk = _BULK.decode(rows)
-            if chunk is None:
-                ahead.put(_END)
-                return
-            if isinstance(chunk, list):
-                days = iter(bulk)
-                for item in chunk:
-                    if isinstance(item, DayRows):
-                        item.rows, item.words = next(days)
-            ahead.put(chunk)
-    except Exception as error:  # reported by the importer, as the worker's own failure is
-        ahead.put(f"its output could not be read: {type(error).__name__}: {error}")
-        return
-    ahead.put(None)
+def _receive(end: io.FileIO) -> list[Item] | str | None:
+    """The next chunk from ``end``: its items (empty: the end mark), the worker's error, or
+    None when the pipe ends before the chunk does."""
+    header = _read_exact(end, 2 * _HEADER)
+    if header is None:
+        return None
+    head = _read_exact(end, int.from_bytes(header[:_HEADER], "big"))
+    rows = _read_exact(end, int.from_bytes(header[_HEADER:], "big"))
+    if head is None or rows is None:
+        return None
+    # Written by our own worker (values only: the export never reaches pickle opcodes).
+    chunk: list[Item] | str | None = pickle.loads(head)
+    if chunk is None:
+        return []
+    if isinstance(chunk, list):
+        days = iter(_BULK.decode(rows))
+        for item in chunk:
+            if isinstance(item, DayRows):
+                item.rows, item.words = next(days)
+    return chunk
 
 
-def _hand_over(out: BinaryIO, chunk: list[Item] | str | None) -> None:
-    """The chunk pickled without its rows and words, then those as MessagePack."""
+def _read_exact(end: io.FileIO, size: int) -> bytearray | None:
+    data = bytearray(size)
+    view, got = memoryview(data), 0
+    while got < size:
+        count = end.readinto(view[got:])
+        if not count:
+            return None
+        got += count
+    return data
+
+
+def _hand_over(out: io.FileIO, chunk: list[Item] | str | None) -> None:
+    """The chunk pickled without its rows and words, then those as MessagePack, each part's
+    length first; written whole (a pipe may take it in parts)."""
     bulk = []
     for item in chunk if isinstance(chunk, list) else ():
         if isinstance(item, DayRows):
@@ -243,16 +267,20 @@ def _hand_over(out: BinaryIO, chunk: list[Item] | str | None) -> None:
             item.rows, item.words = [], []
     data = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
     rows = _PACK.encode(bulk)
-    head = len(data).to_bytes(_HEADER, "big")
-    out.write(head + data + len(rows).to_bytes(_HEADER, "big") + rows)
+    frame = memoryview(
+        len(data).to_bytes(_HEADER, "big") + len(rows).to_bytes(_HEADER, "big") + data + rows
+    )
+    while frame:
+        frame = frame[out.write(frame) or 0 :]
 
 
 def main(argv: list[str]) -> int:
-    """The worker: ``EXPORT [ONLY_JSON]``; chunks of items on stdout, then None (or the text
-    of the error that stopped it)."""
+    """The worker: ``EXPORT FDS [ONLY_JSON]``; chunks of items on the pipes ``FDS`` (comma
+    separated) in turn, then the end mark None (or the text of the error that stopped it)."""
     logging.getLogger("chanctx.intake").setLevel(logging.ERROR)  # the importer names each one
-    out = sys.stdout.buffer
-    only = set(json.loads(argv[1])) if len(argv) > 1 else None
+    outs = [io.FileIO(int(fd), "w") for fd in argv[1].split(",")]
+    only = set(json.loads(argv[2])) if len(argv) > 2 else None
+    turn = itertools.count()
     chunk: list[Item] = []
     size = 0
     try:
@@ -261,15 +289,15 @@ def main(argv: list[str]) -> int:
                 chunk.append(item)
                 size += len(item.rows) if isinstance(item, DayRows) else 1
                 if size >= _CHUNK:
-                    _hand_over(out, chunk)
+                    _hand_over(outs[next(turn) % len(outs)], chunk)
                     chunk, size = [], 0
-            _hand_over(out, chunk)
-            _hand_over(out, None)
+            if chunk:
+                _hand_over(outs[next(turn) % len(outs)], chunk)
+            _hand_over(outs[next(turn) % len(outs)], None)
         except BrokenPipeError:
             raise
         except Exception as error:  # the importer reports it
-            _hand_over(out, f"{type(error).__name__}: {error}")
-        out.flush()
+            _hand_over(outs[next(turn) % len(outs)], f"{type(error).__name__}: {error}")
     except BrokenPipeError:  # the importer is gone
         os._exit(1)
     return 0
