@@ -71,6 +71,7 @@ def _parse_only(export: Path) -> dict[str, Any]:
 
 def _import(export: Path, data: Path, *, parallel: bool) -> dict[str, Any]:
     store = SqliteChannelStore(data, synchronous="NORMAL")
+    tqdm.monitor_interval = 0  # as the command's bar: no thread, so the parsing process forks
     with tqdm(unit="msg", desc="import", disable=None, file=sys.stderr) as bar:
         summary = import_export(
             export,

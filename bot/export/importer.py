@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from chanctx.bot.core.backfill_plan import HISTORY, imported_cursor
-from chanctx.bot.export.parsing import DayRows, Item, parse_in_worker, parsed
+from chanctx.bot.export.parse_process import parse_in_worker
+from chanctx.bot.export.parsing import DayRows, Item, parsed
 from chanctx.bot.export.reader import ExportChannel, ExportUser, Problem
 from chanctx.bot.export.source import NotAnExport, open_source
 from chanctx.cache.channel_store import (

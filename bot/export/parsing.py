@@ -4,29 +4,17 @@
 ``DayRows``: its messages as the store's rows (plain ones by ``plain_row``, the rest through
 live intake), the file records they carry, and what was ignored or refused. The importer
 writes what it yields; it runs in the importer's own process, or, for a large export, in a
-second process (``parse_in_worker``) so that on two cores the parse and SQLite's inserts
-overlap: the rows cross a pipe in chunks (pickled tuples, cheap beside building them), whose
-capacity bounds the memory both sides hold.
+second process (``parse_process.py``) so that on two cores the parse and SQLite's inserts
+overlap.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import io
-import itertools
-import json
-import logging
-import os
-import pickle
-import subprocess
-import sys
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-import msgspec
 from chanctx.bot.export.reader import (
     ExportChannel,
     ExportDay,
@@ -48,21 +36,7 @@ from chanctx.bot.slack.intake import Ignore, Record, SelfIdentity, intake
 from chanctx.cache.channel_store import MessageRow, row_of, row_words
 from chanctx.context import ChanctxError, FileRef, Message
 
-__all__ = ["DayRows", "Item", "ParsingStopped", "main", "parse_in_worker", "parsed"]
-
-_CHUNK: Final = 2_000  # messages a handoff: few of them, little held
-_PIPES: Final = 8  # pipes the chunks take in turn: what they hold together may wait
-_PIPE_BYTES: Final = 2**20  # each pipe's capacity where Linux allows it (its usual limit)
-_HEADER: Final = 8  # bytes of a chunk's length before it
-# A chunk's rows and words go as MessagePack, decoded typed (the rows come back as tuples):
-# a third of what unpickling them costs the importer, whose core is the busier one.
-_ROWS = tuple[int, str, int | None, str | None, str, str, int, int, str | None, int, int]
-_BULK = msgspec.msgpack.Decoder(list[tuple[list[_ROWS], list[str]]])
-_PACK = msgspec.msgpack.Encoder()
-# Imported, not run as __main__, so that the items pickle under this module's name.
-_WORKER: Final = (
-    "import sys; from chanctx.bot.export.parsing import main; raise SystemExit(main(sys.argv[1:]))"
-)
+__all__ = ["DayRows", "Item", "ParsingStopped", "parsed"]
 
 
 class ParsingStopped(ChanctxError):
@@ -166,138 +140,3 @@ def _message(record: ExportMessage, me: SelfIdentity, out: DayRows) -> Message |
     # export is not a message of its own.
     out.ignored += 1
     return None
-
-
-# -- the second process -----------------------------------------------------------------------
-
-
-def parse_in_worker(path: Path, only: set[str] | None) -> Generator[Item, None, None]:
-    """``parsed`` run in a process of its own (``main``), its items handed over in chunks
-    through ``_PIPES`` pipes taken in turn, so that up to their capacity together (about
-    ``_PIPES`` MB on Linux, a few transactions' worth) waits: the worker does not stop at each
-    of the importer's commits, and the importer finds the next chunk built. No thread on
-    either side (a reading thread's GIL hand-offs slowed the importer's SQLite steps).
-    Closing the iterator (or an error here) kills the worker; a worker whose importer is gone
-    (kill -9) dies on its next write to a pipe."""
-    pipes = [os.pipe() for _ in range(_PIPES)]
-    ends = [io.FileIO(read, "r") for read, _ in pipes]
-    try:
-        command = [sys.executable, "-c", _WORKER, str(path), ",".join(str(w) for _, w in pipes)]
-        if only is not None:
-            command.append(json.dumps(sorted(only)))
-        for _, write in pipes:
-            _widen(write)
-        worker = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            pass_fds=[w for _, w in pipes],
-        )
-    except BaseException:
-        for end in ends:
-            end.close()
-        raise
-    finally:
-        for _, write in pipes:
-            os.close(write)
-    try:
-        for turn in itertools.count():
-            chunk = _receive(ends[turn % _PIPES])
-            if chunk is None:
-                raise ParsingStopped(f"the parsing process stopped (exit status {worker.wait()})")
-            if isinstance(chunk, str):
-                raise ParsingStopped(f"the parsing process failed: {chunk}")
-            if not chunk:  # the end mark
-                return
-            yield from chunk
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-        worker.wait()
-        for end in ends:
-            end.close()
-
-
-def _widen(fd: int) -> None:
-    """Give the pipe ``_PIPE_BYTES`` where the system lets us (Linux); else it keeps its own."""
-    with contextlib.suppress(AttributeError, OSError):
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
-
-
-def _receive(end: io.FileIO) -> list[Item] | str | None:
-    """The next chunk from ``end``: its items (empty: the end mark), the worker's error, or
-    None when the pipe ends before the chunk does."""
-    header = _read_exact(end, 2 * _HEADER)
-    if header is None:
-        return None
-    head = _read_exact(end, int.from_bytes(header[:_HEADER], "big"))
-    rows = _read_exact(end, int.from_bytes(header[_HEADER:], "big"))
-    if head is None or rows is None:
-        return None
-    # Written by our own worker (values only: the export never reaches pickle opcodes).
-    chunk: list[Item] | str | None = pickle.loads(head)
-    if chunk is None:
-        return []
-    if isinstance(chunk, list):
-        days = iter(_BULK.decode(rows))
-        for item in chunk:
-            if isinstance(item, DayRows):
-                item.rows, item.words = next(days)
-    return chunk
-
-
-def _read_exact(end: io.FileIO, size: int) -> bytearray | None:
-    data = bytearray(size)
-    view, got = memoryview(data), 0
-    while got < size:
-        count = end.readinto(view[got:])
-        if not count:
-            return None
-        got += count
-    return data
-
-
-def _hand_over(out: io.FileIO, chunk: list[Item] | str | None) -> None:
-    """The chunk pickled without its rows and words, then those as MessagePack, each part's
-    length first; written whole (a pipe may take it in parts)."""
-    bulk = []
-    for item in chunk if isinstance(chunk, list) else ():
-        if isinstance(item, DayRows):
-            bulk.append((item.rows, item.words))
-            item.rows, item.words = [], []
-    data = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
-    rows = _PACK.encode(bulk)
-    frame = memoryview(
-        len(data).to_bytes(_HEADER, "big") + len(rows).to_bytes(_HEADER, "big") + data + rows
-    )
-    while frame:
-        frame = frame[out.write(frame) or 0 :]
-
-
-def main(argv: list[str]) -> int:
-    """The worker: ``EXPORT FDS [ONLY_JSON]``; chunks of items on the pipes ``FDS`` (comma
-    separated) in turn, then the end mark None (or the text of the error that stopped it)."""
-    logging.getLogger("chanctx.intake").setLevel(logging.ERROR)  # the importer names each one
-    outs = [io.FileIO(int(fd), "w") for fd in argv[1].split(",")]
-    only = set(json.loads(argv[2])) if len(argv) > 2 else None
-    turn = itertools.count()
-    chunk: list[Item] = []
-    size = 0
-    try:
-        try:
-            for item in parsed(Path(argv[0]), only):
-                chunk.append(item)
-                size += len(item.rows) if isinstance(item, DayRows) else 1
-                if size >= _CHUNK:
-                    _hand_over(outs[next(turn) % len(outs)], chunk)
-                    chunk, size = [], 0
-            if chunk:
-                _hand_over(outs[next(turn) % len(outs)], chunk)
-            _hand_over(outs[next(turn) % len(outs)], None)
-        except BrokenPipeError:
-            raise
-        except Exception as error:  # the importer reports it
-            _hand_over(outs[next(turn) % len(outs)], f"{type(error).__name__}: {error}")
-    except BrokenPipeError:  # the importer is gone
-        os._exit(1)
-    return 0

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 from chanctx.bot.export.importer import import_export
-from chanctx.bot.export.parsing import ParsingStopped, parse_in_worker
+from chanctx.bot.export.parse_process import parse_in_worker
+from chanctx.bot.export.parsing import ParsingStopped
 from chanctx.cache.channel_store import SqliteChannelStore
 
 from tests.support.paths import DATA
