@@ -41,6 +41,7 @@ from chanctx.cache.channel_store import (
     WriteResult,
     post_rows,
 )
+from chanctx.cache.channel_store.bulk import checkpoints_aside
 from chanctx.context import ChanctxError
 
 __all__ = [
@@ -132,7 +133,8 @@ def import_export(
             )
         _write(store, [UserNamed(workspace, u.id, _name(u)) for u in users])
         summary.users = len(users)
-        _import_rest(store, workspace, first, items, summary, on_problem, progress)
+        with checkpoints_aside(store):  # started once the parsing process is (a fork)
+            _import_rest(store, workspace, first, items, summary, on_problem, progress)
     finally:
         items.close()
     if summary.channels == 0 and summary.read == 0:
