@@ -145,7 +145,10 @@ def plain_reply_row(ts: str, thread_ts: str, user_id: str, text: str) -> Message
 
 
 def _key(ts: str) -> int:
-    """``raw_ts_key`` with one int() instead of two (same value for every valid ts)."""
+    """``raw_ts_key`` with one int() instead of two (same value for every valid ts); Slack's
+    usual form (ten digits, a dot, six) with one ``replace``."""
+    if len(ts) == 17 and ts[10] == ".":
+        return int(ts.replace(".", "")) * 1000
     whole, dot, frac = ts.partition(".")
     return int(whole + frac) * _SCALES[len(frac)] if dot else int(whole) * _SCALES[0]
 
