@@ -54,6 +54,9 @@ __all__ = [
 ]
 
 BATCH = 20_000  # messages a transaction: big enough to amortise the commit, small to resume
+# The first transactions are smaller (doubling up to BATCH): the writer's first commit need not
+# wait for a whole batch to be parsed, so it starts while the parsing process goes on.
+FIRST_BATCH = 2_000
 # Day files past this size (uncompressed) are parsed in a second process: below it, starting
 # that process (about a second of imports) costs more than the overlap saves.
 PARALLEL_BYTES = 16 * 2**20
@@ -246,6 +249,7 @@ def _read_all(
     progress: Callable[[int, int], None] | None,
 ) -> None:
     team, summary, pins = batch.team, batch.summary, batch.pins
+    limit = FIRST_BATCH
 
     def refuse(problem: str) -> None:
         summary.refused += 1
@@ -263,8 +267,9 @@ def _read_all(
             batch.rows += item.rows
             batch.words += item.words
             batch.other += (FileShared(team, f, item.channel, ts) for f, ts in item.files)
-            if len(batch.rows) >= BATCH:
+            if len(batch.rows) >= limit:
                 batch.flush()
+                limit = min(BATCH, 2 * limit)
                 if progress is not None:
                     progress(summary.read, summary.channels)
         elif isinstance(item, Problem):
