@@ -9,7 +9,8 @@ second process reads the day files and builds their rows (``parsing.parsed``):
   messages: the worker's CPU 3.3 s against 4.3 s, its first rows at 0.1-0.2 s against
   1.3-1.4 s). The child closes every descriptor but its pipes and stdio first (the store's
   lock and database among them: a killed importer's data dir is free as soon as it dies,
-  and the child cannot touch the connection), freezes the garbage collector (nothing
+  and the child cannot touch the connection; stdin and stdout become /dev/null, as a fresh
+  worker's are, so whoever reads the importer's output is not held by it), freezes the garbage collector (nothing
   inherited is finalized in it) and leaves by ``os._exit`` (no cleanup of the parent's
   objects). With other threads running, whose locks a fork would copy held or not, a fresh
   interpreter runs ``main`` instead.
@@ -145,6 +146,12 @@ def _child(args: list[str], writes: list[int]) -> NoReturn:
     try:
         gc.freeze()
         _close_all_but({0, 1, 2, *writes})
+        quiet = os.open(os.devnull, os.O_RDWR)  # stdin and stdout as the fresh worker's
+        for fd in (0, 1):
+            if fd != quiet:
+                os.dup2(quiet, fd)
+        if quiet > 1:
+            os.close(quiet)
         status = main(args)
     finally:
         os._exit(status)
