@@ -9,6 +9,11 @@ into the full-text index shard they fall in (their documents scoped to the chann
 without building a message. What is not that simple (a copy differing from the stored row, a
 tombstone, a key twice in the batch) goes through the same per-event rule as ``write``.
 
+A batch in ascending key order with no tombstone and nothing stored in its range (an import
+of a channel the store lacks) is recognised by tests that run in C and inserted without the
+per-row rule. ``checkpoints_aside`` keeps the log's checkpoints off the writer's path while an
+import writes.
+
 Rows are built without a pydantic model: :func:`message_row` takes values the caller has
 already checked (the import checks Slack's shapes itself and leaves anything unusual to live
 intake's models). On PostgreSQL it is the store's own bulk path (one COPY a batch); on any other
