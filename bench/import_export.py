@@ -71,6 +71,7 @@ def _parse_only(export: Path) -> dict[str, Any]:
 
 def _import(export: Path, data: Path, *, parallel: bool) -> dict[str, Any]:
     store = SqliteChannelStore(data, synchronous="NORMAL")
+    tqdm.monitor_interval = 0  # as the command's bar: no thread, so the parsing process forks
     with tqdm(unit="msg", desc="import", disable=None, file=sys.stderr) as bar:
         summary = import_export(
             export,
@@ -115,7 +116,7 @@ def _before(export: Path, data: Path, limit: int) -> dict[str, Any]:
 def child(argv: Sequence[str]) -> int:
     kind, export = argv[0], Path(argv[1])
     data = Path(argv[2]) if len(argv) > 2 else None
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall, cpu, sched = time.perf_counter(), time.process_time(), _schedstat()
     if kind == "parse":
         out = _parse_only(export)
     elif kind in ("import", "import-one"):
@@ -125,6 +126,11 @@ def child(argv: Sequence[str]) -> int:
         assert data is not None
         out = _before(export, data, int(argv[3]))
     out["seconds"] = time.perf_counter() - wall
+    # The main thread's time: on its CPU, runnable but not running (other load), and the rest
+    # asleep (waiting for the parsing process's rows, or for I/O): what a quiet machine keeps.
+    ran, queued = (after - before for after, before in zip(_schedstat(), sched, strict=True))
+    out["main_cpu"], out["main_queued"] = ran, queued
+    out["main_asleep"] = max(0.0, out["seconds"] - ran - queued)
     out["cpu"] = out["own_cpu"] = time.process_time() - cpu
     # The parsing process's CPU and peak RSS, when the import ran one (it was waited for).
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -140,6 +146,15 @@ def child(argv: Sequence[str]) -> int:
         )
     print("RESULT " + json.dumps(out), flush=True)
     return 0
+
+
+def _schedstat() -> tuple[float, float]:
+    """This thread's seconds on a CPU and runnable but waiting for one (Linux; zeros else)."""
+    try:
+        ran, queued, _ = Path("/proc/thread-self/schedstat").read_text().split()
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    return int(ran) / 1e9, int(queued) / 1e9
 
 
 def measure(*args: str) -> dict[str, Any]:
@@ -209,6 +224,12 @@ def report(
         f"parsing process {bulk['worker_cpu']:.1f} CPU s; with a core each, the busier side "
         f"bounds it at {bulk['messages'] / busier:,.0f} messages a second (a CPU bound, not a "
         "wall-clock measurement). "
+        f"The importer's main thread: {bulk['main_cpu']:.1f} s on a CPU, "
+        f"{bulk['main_asleep']:.1f} s asleep (waiting for rows or I/O), "
+        f"{bulk['main_queued']:.1f} s runnable but not running (other load); without the other "
+        f"load it would have taken about {bulk['main_cpu'] + bulk['main_asleep']:.1f} s "
+        f"({bulk['messages'] / (bulk['main_cpu'] + bulk['main_asleep']):,.0f} messages a "
+        "second, an estimate: the parsing process's share of the machine changes too). "
         f"The one-process bulk path takes {speedup:.1f}x less CPU per message than the "
         "per-event path it replaced (same run). Goal: 50,000 messages a second. Day files are "
         "decoded by msgspec into typed structs (`bot/export/typed_day.py`); the bare parse "

@@ -98,7 +98,10 @@ def run_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 @contextmanager
 def _progress() -> Iterator[tqdm[Any]]:
-    """A bar on a terminal (messages, their rate, conversations); nothing otherwise."""
+    """A bar on a terminal (messages, their rate, conversations); nothing otherwise. Without
+    tqdm's monitor thread: the import updates the bar itself, and a second thread would keep
+    the parsing process from being forked (``parse_process``)."""
+    tqdm.monitor_interval = 0
     bar: tqdm[Any] = tqdm(
         unit=" msg", desc="importing", disable=not sys.stderr.isatty(), file=sys.stderr
     )

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from chanctx.bot.core.backfill_plan import HISTORY, imported_cursor
-from chanctx.bot.export.parsing import DayRows, Item, parse_in_worker, parsed
+from chanctx.bot.export.parse_process import parse_in_worker
+from chanctx.bot.export.parsing import DayRows, Item, parsed
 from chanctx.bot.export.reader import ExportChannel, ExportUser, Problem
 from chanctx.bot.export.source import NotAnExport, open_source
 from chanctx.cache.channel_store import (
@@ -40,6 +41,7 @@ from chanctx.cache.channel_store import (
     WriteResult,
     post_rows,
 )
+from chanctx.cache.channel_store.bulk import checkpoints_aside
 from chanctx.context import ChanctxError
 
 __all__ = [
@@ -51,7 +53,10 @@ __all__ = [
     "spare_core",
 ]
 
-BATCH = 5_000  # messages a transaction: big enough to amortise the commit, small to resume
+BATCH = 20_000  # messages a transaction: big enough to amortise the commit, small to resume
+# The first transactions are smaller (doubling up to BATCH): the writer's first commit need not
+# wait for a whole batch to be parsed, so it starts while the parsing process goes on.
+FIRST_BATCH = 2_000
 # Day files past this size (uncompressed) are parsed in a second process: below it, starting
 # that process (about a second of imports) costs more than the overlap saves.
 PARALLEL_BYTES = 16 * 2**20
@@ -131,7 +136,8 @@ def import_export(
             )
         _write(store, [UserNamed(workspace, u.id, _name(u)) for u in users])
         summary.users = len(users)
-        _import_rest(store, workspace, first, items, summary, on_problem, progress)
+        with checkpoints_aside(store):  # started once the parsing process is (a fork)
+            _import_rest(store, workspace, first, items, summary, on_problem, progress)
     finally:
         items.close()
     if summary.channels == 0 and summary.read == 0:
@@ -243,6 +249,7 @@ def _read_all(
     progress: Callable[[int, int], None] | None,
 ) -> None:
     team, summary, pins = batch.team, batch.summary, batch.pins
+    limit = FIRST_BATCH
 
     def refuse(problem: str) -> None:
         summary.refused += 1
@@ -260,8 +267,9 @@ def _read_all(
             batch.rows += item.rows
             batch.words += item.words
             batch.other += (FileShared(team, f, item.channel, ts) for f, ts in item.files)
-            if len(batch.rows) >= BATCH:
+            if len(batch.rows) >= limit:
                 batch.flush()
+                limit = min(BATCH, 2 * limit)
                 if progress is not None:
                     progress(summary.read, summary.channels)
         elif isinstance(item, Problem):

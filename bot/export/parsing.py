@@ -4,25 +4,17 @@
 ``DayRows``: its messages as the store's rows (plain ones by ``plain_row``, the rest through
 live intake), the file records they carry, and what was ignored or refused. The importer
 writes what it yields; it runs in the importer's own process, or, for a large export, in a
-second process (``parse_in_worker``) so that on two cores the parse and SQLite's inserts
-overlap: the rows cross a pipe in chunks (pickled tuples, cheap beside building them), whose
-capacity bounds the memory both sides hold.
+second process (``parse_process.py``) so that on two cores the parse and SQLite's inserts
+overlap.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import os
-import pickle
-import subprocess
-import sys
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any
 
-import msgspec
 from chanctx.bot.export.reader import (
     ExportChannel,
     ExportDay,
@@ -44,19 +36,7 @@ from chanctx.bot.slack.intake import Ignore, Record, SelfIdentity, intake
 from chanctx.cache.channel_store import MessageRow, row_of, row_words
 from chanctx.context import ChanctxError, FileRef, Message
 
-__all__ = ["DayRows", "Item", "ParsingStopped", "main", "parse_in_worker", "parsed"]
-
-_CHUNK: Final = 2_000  # messages a handoff: few of them, little held
-_HEADER: Final = 8  # bytes of a chunk's length before it
-# A chunk's rows and words go as MessagePack, decoded typed (the rows come back as tuples):
-# a third of what unpickling them costs the importer, whose core is the busier one.
-_ROWS = tuple[int, str, int | None, str | None, str, str, int, int, str | None, int, int]
-_BULK = msgspec.msgpack.Decoder(list[tuple[list[_ROWS], list[str]]])
-_PACK = msgspec.msgpack.Encoder()
-# Imported, not run as __main__, so that the items pickle under this module's name.
-_WORKER: Final = (
-    "import sys; from chanctx.bot.export.parsing import main; raise SystemExit(main(sys.argv[1:]))"
-)
+__all__ = ["DayRows", "Item", "ParsingStopped", "parsed"]
 
 
 class ParsingStopped(ChanctxError):
@@ -160,88 +140,3 @@ def _message(record: ExportMessage, me: SelfIdentity, out: DayRows) -> Message |
     # export is not a message of its own.
     out.ignored += 1
     return None
-
-
-# -- the second process -----------------------------------------------------------------------
-
-
-def parse_in_worker(path: Path, only: set[str] | None) -> Generator[Item, None, None]:
-    """``parsed`` run in a process of its own (``main``), its items handed
-    over in chunks through a pipe (``_hand_over``), whose size bounds what waits. Closing the iterator
-    (or an error here) kills the worker; a worker whose importer is gone (kill -9) dies on its
-    next write to the closed pipe."""
-    command = [sys.executable, "-c", _WORKER, str(path)]
-    if only is not None:
-        command.append(json.dumps(sorted(only)))
-    worker = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
-    assert worker.stdout is not None
-    pipe = worker.stdout
-
-    def part() -> bytes:
-        header = pipe.read(_HEADER)
-        data = pipe.read(int.from_bytes(header, "big")) if len(header) == _HEADER else b""
-        if len(header) < _HEADER or len(data) < int.from_bytes(header, "big"):
-            status = worker.wait()
-            raise ParsingStopped(f"the parsing process stopped (exit status {status})")
-        return data
-
-    try:
-        while True:
-            # Written by our own worker (values only: the export never reaches pickle opcodes).
-            chunk = pickle.loads(part())
-            bulk = _BULK.decode(part())
-            if chunk is None:
-                return
-            if isinstance(chunk, str):
-                raise ParsingStopped(f"the parsing process failed: {chunk}")
-            days = iter(bulk)
-            for item in chunk:
-                if isinstance(item, DayRows):
-                    item.rows, item.words = next(days)
-            yield from chunk
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-        worker.wait()
-        pipe.close()
-
-
-def _hand_over(out: BinaryIO, chunk: list[Item] | str | None) -> None:
-    """The chunk pickled without its rows and words, then those as MessagePack."""
-    bulk = []
-    for item in chunk if isinstance(chunk, list) else ():
-        if isinstance(item, DayRows):
-            bulk.append((item.rows, item.words))
-            item.rows, item.words = [], []
-    data = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
-    rows = _PACK.encode(bulk)
-    head = len(data).to_bytes(_HEADER, "big")
-    out.write(head + data + len(rows).to_bytes(_HEADER, "big") + rows)
-
-
-def main(argv: list[str]) -> int:
-    """The worker: ``EXPORT [ONLY_JSON]``; chunks of items on stdout, then None (or the text
-    of the error that stopped it)."""
-    logging.getLogger("chanctx.intake").setLevel(logging.ERROR)  # the importer names each one
-    out = sys.stdout.buffer
-    only = set(json.loads(argv[1])) if len(argv) > 1 else None
-    chunk: list[Item] = []
-    size = 0
-    try:
-        try:
-            for item in parsed(Path(argv[0]), only):
-                chunk.append(item)
-                size += len(item.rows) if isinstance(item, DayRows) else 1
-                if size >= _CHUNK:
-                    _hand_over(out, chunk)
-                    chunk, size = [], 0
-            _hand_over(out, chunk)
-            _hand_over(out, None)
-        except BrokenPipeError:
-            raise
-        except Exception as error:  # the importer reports it
-            _hand_over(out, f"{type(error).__name__}: {error}")
-        out.flush()
-    except BrokenPipeError:  # the importer is gone
-        os._exit(1)
-    return 0

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from chanctx.cache._ts_keys import raw_ts_key
 from chanctx.cache.channel_store import (
     ChannelForgotten,
     ChannelStore,
@@ -27,6 +28,8 @@ from chanctx.cache.channel_store import (
     WriteResult,
     index_words,
     message_row,
+    plain_message_row,
+    plain_reply_row,
     post_rows,
     row_message,
     row_of,
@@ -196,3 +199,16 @@ def test_words_scoped_in_sqlite_are_the_scoped_text(text: str, chan: int) -> Non
     db = sqlite3.connect(":memory:")
     (scoped,) = db.execute(f"SELECT {scoped_words_sql(code)}", (None, index_words(text))).fetchone()
     assert scoped == scoped_text(code, text)
+
+
+@given(
+    whole=st.integers(0, 10**10 - 1).map(str),
+    frac=st.text("0123456789", min_size=0, max_size=9),
+    root=st.booleans(),
+)
+def test_a_bulk_rows_key_is_its_ts_key_in_every_form(whole: str, frac: str, root: bool) -> None:
+    """Slack's usual ten digits, a dot and six take a shorter way to the key than the rest."""
+    for ts in {f"{whole}.{frac}" if frac else whole, f"{whole.zfill(10)}.{frac.ljust(6, '0')[:6]}"}:
+        row = plain_reply_row(ts, ts, "U1", "x") if root else plain_message_row(ts, "U1", "x")
+        assert row[0] == raw_ts_key(ts)
+        assert row[2] == (raw_ts_key(ts) if root else None)

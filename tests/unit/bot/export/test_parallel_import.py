@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
+import threading
+import time
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from chanctx.bot.export.importer import import_export
-from chanctx.bot.export.parsing import ParsingStopped, parse_in_worker
+from chanctx.bot.export.parse_process import parse_in_worker
+from chanctx.bot.export.parsing import ParsingStopped
 from chanctx.cache.channel_store import SqliteChannelStore
 
 from tests.support.paths import DATA
@@ -71,3 +78,67 @@ def test_a_parsing_process_that_fails_is_reported_as_one_line(tmp_path: Path) ->
     items = parse_in_worker(tmp_path / "gone.zip", None)
     with pytest.raises(ParsingStopped, match=r"NotAnExport: .*gone\.zip: no such file"):
         next(items)
+
+
+def long_export(path: Path, messages: int = 80_000) -> Path:
+    """One channel of short messages: more rows than the pipes hold, so the worker is still
+    there (writing, or waiting for room) while a test looks at it."""
+    users = [{"id": "U0LONG0001", "team_id": TEAM, "name": "long"}]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        archive.writestr("users.json", json.dumps(users))
+        archive.writestr("channels.json", json.dumps([{"id": "C0LONG0001", "name": "long"}]))
+        for day in range(messages // 1_000):
+            archive.writestr(
+                f"long/{time.strftime('%Y-%m-%d', time.gmtime(1_700_000_000 + day * 86_400))}.json",
+                json.dumps([
+                    {"type": "message", "user": "U0LONG0001",
+                     "ts": f"{1_700_000_000 + day * 86_400 + n}.000100",
+                     "text": f"day {day} message {n} about the deploy"}
+                    for n in range(1_000)
+                ]),
+            )  # fmt: skip
+    return path
+
+
+def running_worker(export: Path) -> tuple[list[str], set[str]]:
+    """Start a parsing process on ``export`` and take its first item; then (the worker's
+    command line, the files it holds open), read from /proc while it runs."""
+    items = parse_in_worker(export, None)
+    try:
+        next(items)
+        me = os.getpid()
+        (pid,) = map(int, Path(f"/proc/{me}/task/{me}/children").read_text().split())
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        held = {os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()}
+        return argv, held
+    finally:
+        items.close()
+
+
+@contextmanager
+def another_thread() -> Iterator[None]:
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        other.join()
+
+
+@pytest.mark.slow
+def test_the_worker_is_forked_without_the_importers_files_or_else_started_fresh(
+    tmp_path: Path,
+) -> None:
+    export = long_export(tmp_path / "long.zip")
+    with SqliteChannelStore(tmp_path / "data"):  # the store's lock and database are open here
+        forked, held = running_worker(export)
+        with another_thread():  # a fork would copy its locks: a fresh interpreter instead
+            fresh, _ = running_worker(export)
+    assert forked == Path("/proc/self/cmdline").read_bytes().decode().split("\0")
+    assert held and not [name for name in held if str(tmp_path / "data") in name]
+    assert "from chanctx.bot.export.parse_process import main" in fresh[2]
+    one = imported(REAL, tmp_path / "one", parallel=False)
+    with another_thread():
+        assert imported(REAL, tmp_path / "two", parallel=True) == one
