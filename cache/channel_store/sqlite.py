@@ -177,9 +177,12 @@ class SqliteChannelStore(Reads):
         with self._write_lock:
             self._applier.horizon = self._horizon()
             marked = self._applier.mark is not None
-            if inline and marked:
-                self._catch_up()  # every row indexed: the mark then follows ``apply``'s rows
             try:
+                if inline and marked:
+                    # Every row indexed, then ``apply``'s rows indexed as it writes them (no
+                    # mark for it), and the mark moved past them in the same transaction.
+                    self._catch_up()
+                    self._applier.mark = None
                 db.execute("BEGIN IMMEDIATE")
                 apply(self._applier, result)
                 if inline and marked:
@@ -189,6 +192,8 @@ class SqliteChannelStore(Reads):
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 self._applier.forget_cache()
+                if marked:
+                    self._applier.mark = read_mark(db)
                 if isinstance(error, sqlite3.Error):
                     raise self._translated(error) from None
                 raise

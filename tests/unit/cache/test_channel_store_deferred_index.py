@@ -174,3 +174,24 @@ def test_a_version_2_store_opens_wholly_indexed(tmp_path: Path) -> None:
     store.close()
     with SqliteChannelStore(tmp_path, read_only=True) as reader:
         assert [c.ts for c in reader.search_candidates(TEAM, "C1", ["words"], 5)] == [ts(2), ts(1)]
+
+
+def test_bulk_posts_that_take_the_one_by_one_path_are_indexed(tmp_path: Path) -> None:
+    store = SqliteChannelStore(tmp_path, index_after=math.inf)
+    store.write([posted("C1", 1, "stored before epsilonqz")])
+    rows = [
+        plain_message_row(ts(1), "U1", "stored before epsilonqz"),  # known
+        plain_message_row(ts(2), "U1", "twice zetaqz"),
+        plain_message_row(ts(2), "U1", "twice zetaqz"),  # a key twice: one by one
+        plain_message_row(ts(3), "U1", "after the repeat etaqz"),
+    ]
+    post_rows(store, TEAM, "C1", rows)
+    assert hits(store, "C1", "epsilonqz") == [ts(1)]
+    assert hits(store, "C1", "zetaqz") == [ts(2)]
+    assert hits(store, "C1", "etaqz") == [ts(3)]
+    store.write([posted("C1", 4, "deferred again thetaqz")])
+    assert hits(store, "C1", "thetaqz") == []
+    store.close()
+    with SqliteChannelStore(tmp_path, read_only=True) as reader:
+        assert [c.ts for c in reader.search_candidates(TEAM, "C1", ["thetaqz"], 5)] == [ts(4)]
+    assert check(tmp_path) == 0
