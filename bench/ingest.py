@@ -10,7 +10,7 @@ Runs, one after another on the same bodies, each on a fresh data dir:
 - *now, on disk*: this checkout, ``synchronous=FULL`` (every group commit fsynced), from
   ``--senders`` connections and again from ``--many`` (Slack delivers a busy workspace's
   events concurrently; more requests waiting make larger group commits);
-- *previous*: the quick path one change back (``--previous``, a commit; its ``bot/``,
+- *previous*: the intake one change back (``--previous``, a commit; its ``bot/``,
   ``cache/``, ... extracted with ``git archive`` and put first on ``PYTHONPATH``), on disk,
   from both sender counts;
 - *before*: the intake as it was before the quick path (``--before``, extracted the same way),
@@ -22,7 +22,9 @@ Runs, one after another on the same bodies, each on a fresh data dir:
 - with ``--plain``, *now, plain uvicorn*: uvicorn on its pure-Python parser and asyncio's
   loop (how chanctx ran before it asked for httptools and uvloop), on disk.
 
-For each: events a second (wall clock, from the first send to the last acknowledgement), the
+Each run sends once the server's start is done (its CPU idle for half a second: the anthropic
+SDK's background import would otherwise count as intake). For each: events a second (wall
+clock, from the first send to the last acknowledgement), the
 server process's own CPU seconds per 1,000 events (user + system from ``/proc/<pid>/stat``:
 the senders share the machine's cores, so the rate alone says little on a loaded machine), the
 load average while it ran, and how many messages the store held afterwards (every event
