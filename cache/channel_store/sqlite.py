@@ -114,8 +114,10 @@ class SqliteChannelStore(Reads):
         # A kill between a commit and its indexing, or between a commit and its erase pass
         # (a shard pending, the old pages in the log): finish both before anything else.
         with self._write_lock:
-            if self._catch_up_or_log():
-                self._set_mark(None if index_after is None else newest_id(self._db))
+            if self._catch_up_or_log():  # then no mark, or one at the newest row
+                wanted = None if index_after is None else newest_id(self._db)
+                if wanted != self._applier.mark:
+                    self._set_mark(wanted)
             self._erase_after_commit()
         if index_after is not None and index_after != float("inf"):
             self._indexer = Indexer(self._index_some, index_after)
