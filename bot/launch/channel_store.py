@@ -33,13 +33,15 @@ _UNAVAILABLE = "database is unavailable"  # StoreUnavailable's words (DatabaseFu
 
 def open_store(
     data_dir: Path, database_url: str | None, *, retention_days: int | None = None,
-    max_wait: float | None = None, read_only: bool = False,
+    max_wait: float | None = None, read_only: bool = False, index_after: float | None = None,
 ) -> ChannelStore:  # fmt: skip
     """The SQLite store in ``data_dir``, or the PostgreSQL store at ``database_url`` (whose
     statements are bounded by ``max_wait``). A bad URL or a database that does not answer is a
     SettingsError naming the setting, the password starred out."""
     if database_url is None:
-        return SqliteChannelStore(data_dir, read_only=read_only, retention_days=retention_days)
+        return SqliteChannelStore(
+            data_dir, read_only=read_only, retention_days=retention_days, index_after=index_after
+        )
     timeout = min(_STATEMENT_SECONDS, max_wait) if max_wait else _STATEMENT_SECONDS
     # The pool warns of every failed connection attempt, over several lines; the store says
     # it once (a refused event, /readyz, the probe's one line when the database goes).
@@ -76,7 +78,7 @@ def open_channel_store(data_dir: Path, options: Options, *, maintain: bool = Tru
     from the data dir's files once the bot wires its writers (``RedactingStore.on_erased``)."""
     store = open_store(
         data_dir, options.database_url, retention_days=options.retention_days,
-        max_wait=options.max_wait,
+        max_wait=options.max_wait, index_after=options.index_after,
     )  # fmt: skip
     max_bytes = int(options.store_gb * _GB) if options.store_gb is not None else None
     opened = RedactingStore(store, max_bytes=max_bytes)

@@ -79,6 +79,7 @@ class Options(BaseModel):
     retention_days: int | None = None  # None: keep every message
     store_gb: float | None = None  # None: no bound but the disk
     purge_interval: float = 86_400.0  # retention's purge: daily (shorter only for tests)
+    index_after: float = 0.5  # seconds a new message may wait for its full-text words
     attach_media: bool = False
     overflow: Literal["queue", "degrade"] = "queue"
     log_format: Literal["text", "json"] = "text"
@@ -204,6 +205,13 @@ SETTINGS: tuple[Setting, ...] = (
         "seconds from 1 to 86400",
         "how often --retention-days erases what is past it (and at start)",
         commands=SERVING, shown_default="86400 s (daily)",
+    ),
+    Setting(
+        "index_after", "--index-after", "CHANCTX_INDEX_AFTER", seconds,
+        "seconds between 0 and 86400",
+        "how long the channel store may leave a new message out of its full-text index "
+        "(indexed in batches after the commit; the caches hold it meanwhile)",
+        commands=SERVING, shown_default="0.5 s",
     ),
     Setting(
         "attach_media", "--attach-media", "CHANCTX_ATTACH_MEDIA", switch, "1 or 0",

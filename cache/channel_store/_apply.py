@@ -5,6 +5,10 @@ the contentless full-text index in step (an index entry is deleted with the exac
 document it was inserted with, recomputed from the old row; see ``_fts``). Anything that removes
 text marks the shard that held it ``pending``: the shard still holds the old terms until the
 erase pass merges them away.
+
+With a ``mark`` (a store that indexes after the commit, ``_deferred_index``) only the rows at or
+below it are indexed: a row above it is written alone, whatever happens to it, and its words are
+read from it when its indexing batch comes.
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ class Applier(EventApplier[_Row]):
     def __init__(self, db: sqlite3.Connection, *, horizon: int | None = None) -> None:
         self.db = db
         self.horizon = horizon  # ts keys below it are older than the retention period
+        # Rows above it are not indexed (None: every row is, each write keeps it so).
+        self.mark: int | None = None
+        self.newest = 0  # the largest row id this applier inserted
         self._channels: dict[tuple[str, str], tuple[int, int | None]] = {}
         self._shards: set[int] | None = None  # the shards that exist
         self._chan_shards: set[tuple[int, int]] = set()  # (channel, shard) rows known written
@@ -111,8 +118,13 @@ class Applier(EventApplier[_Row]):
 
     def _mark_erased(self, old: _Row, result: WriteResult) -> None:
         """The index shard of row ``old`` held words now erased: the erase pass merges it."""
-        self.db.execute("UPDATE shards SET pending = 1 WHERE id = ?", (old.id >> SHARD_BITS,))
+        if self._indexed(old.id):
+            self.db.execute("UPDATE shards SET pending = 1 WHERE id = ?", (old.id >> SHARD_BITS,))
         result.erased = True
+
+    def _indexed(self, row_id: int) -> bool:
+        """Whether row ``row_id``'s words belong in the index now (when it is live)."""
+        return self.mark is None or row_id <= self.mark
 
     # -- rows ---------------------------------------------------------------------------------
 
@@ -134,7 +146,14 @@ class Applier(EventApplier[_Row]):
         )
 
     def _unindex(self, chan: int, row: _Row) -> None:
-        unindex(self.db, chan, row.id, row.text, row.more)
+        if self._indexed(row.id):
+            unindex(self.db, chan, row.id, row.text, row.more)
+
+    def _inserted(self, row_id: int | None) -> int:
+        assert row_id is not None
+        if row_id > self.newest:
+            self.newest = row_id
+        return row_id
 
     def _insert_new(self, chan: int, message: Message) -> bool:
         """Insert ``message`` (not deleted) unless its key is taken: whether it was. A new
@@ -143,8 +162,9 @@ class Applier(EventApplier[_Row]):
         cursor = self.db.execute(_INSERT + " ON CONFLICT (chan, ts_key) DO NOTHING", (chan, *row))
         if cursor.rowcount == 0:
             return False
-        assert cursor.lastrowid is not None
-        self._index(chan, cursor.lastrowid, row[5], row[8])
+        row_id = self._inserted(cursor.lastrowid)
+        if self._indexed(row_id):
+            self._index(chan, row_id, row[5], row[8])
         return True
 
     def _write(self, chan: int, message: Message, old: _Row | None) -> int:
@@ -170,10 +190,10 @@ class Applier(EventApplier[_Row]):
                     deleted,
                 ),
             )
-            assert cursor.lastrowid is not None
-            if not deleted:
-                self._index(chan, cursor.lastrowid, text, more)
-            return cursor.lastrowid
+            row_id = self._inserted(cursor.lastrowid)
+            if not deleted and self._indexed(row_id):
+                self._index(chan, row_id, text, more)
+            return row_id
         same_document = document(text, more) == document(old.text, old.more)
         if not old.deleted and (deleted or not same_document):
             self._unindex(chan, old)
@@ -182,7 +202,7 @@ class Applier(EventApplier[_Row]):
             "reply_count = ?, flags = ?, more = ?, version = ?, deleted = ? WHERE id = ?",
             (ts, thread_key, thread_ts, user, text, replies, flags, more, version, deleted, old.id),
         )
-        if not deleted and (old.deleted or not same_document):
+        if not deleted and (old.deleted or not same_document) and self._indexed(old.id):
             self._index(chan, old.id, text, more)
         return old.id
 
@@ -197,7 +217,8 @@ class Applier(EventApplier[_Row]):
         # Each indexed message leaves its shard (a 'delete' marker; the erase pass then merges
         # the shards it touched, so the words leave the file's bytes too).
         live = self.db.execute(
-            "SELECT id, text, more FROM messages WHERE chan = ? AND deleted = 0", (chan,)
+            "SELECT id, text, more FROM messages WHERE chan = ? AND deleted = 0 AND id <= ?",
+            (chan, (1 << 63) - 1 if self.mark is None else self.mark),
         ).fetchall()
         for row_id, text, more in live:
             unindex(self.db, chan, row_id, text, more)

@@ -11,7 +11,11 @@ a chanctx channel store. Opening a file:
 The full-text index is a few FTS5 tables shared by every channel (``_fts``: shards by row id,
 channel-scoped terms), so the schema does not grow with the channels: a new connection parses
 a few dozen rows, and a new channel changes no schema. Version 1 kept one FTS5 table per
-channel (``fts_<channel id>``); :func:`_v1_to_v2` moves such a store to the shards.
+channel (``fts_<channel id>``); :func:`_v1_to_v2` moves such a store to the shards. Version 3
+may leave the newest messages out of the index for a while (``_deferred_index``: the
+``indexed_through`` row of ``meta`` says how far it goes), which a chanctx that knows only
+version 2 would not see; its migration changes no row, since a version 2 store has every
+message indexed, which is what no mark says.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ __all__ = [
 ]
 
 APPLICATION_ID = 0x63637331  # "ccs1": a chanctx channel store
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _HEADER = b"SQLite format 3\x00"
 
 _SCHEMA = """
@@ -115,8 +119,12 @@ def _v1_to_v2(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE channels DROP COLUMN erase_pending")
 
 
+def _v2_to_v3(db: sqlite3.Connection) -> None:
+    """Nothing to change: every message of a version 2 store is indexed (no mark)."""
+
+
 # version -> the step that takes a store from it to the next version (in one transaction).
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def check_header(path: Path) -> None:

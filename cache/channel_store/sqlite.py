@@ -10,6 +10,10 @@ in WAL mode readers see the last commit and neither blocks the other. The writer
 exclusive lock on ``channels.lock`` for as long as the store is open; a second writer on the
 same data dir stops with :class:`StoreLocked`. A commit with ``synchronous=FULL`` is on disk
 when :meth:`write` returns (docs/design.md says why FULL, not NORMAL).
+
+With ``index_after`` a write commits the message rows without their full-text words, and a
+thread of the store indexes them at most that many seconds later, in larger batches
+(``_deferred_index``: the mark of what is indexed, the catch-up at open after a kill).
 """
 
 from __future__ import annotations
@@ -23,6 +27,13 @@ from pathlib import Path
 from typing import Literal
 
 from chanctx.cache.channel_store._apply import Applier
+from chanctx.cache.channel_store._deferred_index import (
+    Indexer,
+    index_chunk,
+    newest_id,
+    read_mark,
+    write_mark,
+)
 from chanctx.cache.channel_store._errors import StoreCorrupt, StoreFull
 from chanctx.cache.channel_store._lock import DirLock
 from chanctx.cache.channel_store._maintenance import (
@@ -58,15 +69,20 @@ class SqliteChannelStore(Reads):
         synchronous: Literal["FULL", "NORMAL"] = "FULL",
         page_limit: int | None = None,
         erase_interval: float = 0.0,
+        index_after: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """``retention_days``: writes older than that are refused (and :meth:`purge` deletes
         them). ``page_limit``: a hard cap on the file in pages (past it a write fails with
         :class:`StoreFull`, exactly as on a full disk). ``erase_interval``: run the erase pass
         after a batch that removed text at most this often (seconds; :meth:`erase` and
-        :meth:`close` always run it)."""
+        :meth:`close` always run it). ``index_after``: index new messages' words at most this
+        many seconds after their commit, off the write's path (None: in the write's own
+        transaction; ``math.inf``: only when :meth:`index_pending` or :meth:`close` runs)."""
         if retention_days is not None and retention_days <= 0:
             raise ValueError(f"retention_days must be a positive integer, got {retention_days!r}")
+        if index_after is not None and not index_after >= 0:
+            raise ValueError(f"index_after must be a number of seconds >= 0, got {index_after!r}")
         self.path = Path(data_dir) / DB_NAME
         self.read_only = read_only
         self.retention_days = retention_days
@@ -76,6 +92,7 @@ class SqliteChannelStore(Reads):
         self._write_lock = threading.Lock()
         self._lock: DirLock | None = None
         self._db: sqlite3.Connection | None = None
+        self._indexer: Indexer | None = None
         if read_only:
             if not self.path.exists():
                 raise StoreCorrupt(self.path, "no such file")
@@ -94,10 +111,16 @@ class SqliteChannelStore(Reads):
             raise
         super().__init__(self.path)
         self._applier = Applier(self._db)
-        # A kill between a commit and its erase pass leaves a shard pending and the old
-        # pages in the log: finish that pass before anything else.
+        # A kill between a commit and its indexing, or between a commit and its erase pass
+        # (a shard pending, the old pages in the log): finish both before anything else.
         with self._write_lock:
+            if self._catch_up_or_log():  # then no mark, or one at the newest row
+                wanted = None if index_after is None else newest_id(self._db)
+                if wanted != self._applier.mark:
+                    self._set_mark(wanted)
             self._erase_after_commit()
+        if index_after is not None and index_after != float("inf"):
+            self._indexer = Indexer(self._index_some, index_after)
 
     def _connect(self, synchronous: str, page_limit: int | None) -> sqlite3.Connection:
         try:
@@ -111,6 +134,7 @@ class SqliteChannelStore(Reads):
             if mode != "wal":
                 raise StoreCorrupt(self.path, f"journal mode {mode}, not wal")
             db.execute(f"PRAGMA synchronous = {synchronous}")
+            self._synchronous = synchronous
             db.execute("PRAGMA secure_delete = ON")
             db.execute("PRAGMA temp_store = MEMORY")  # no sort spills with text in /tmp
             db.execute("PRAGMA busy_timeout = 5000")
@@ -141,30 +165,125 @@ class SqliteChannelStore(Reads):
             for event in events:
                 applier.apply(event, result)
 
-        return self.transact(apply_all)
+        return self._transact(apply_all, inline=False)
 
     def transact(self, apply: Callable[[Applier, WriteResult], None]) -> WriteResult:
         """Run ``apply`` in one writer transaction, as :meth:`write` runs its events (the bulk
-        writer of ``bulk`` goes through here); the same rollback, errors and erase pass."""
+        writer of ``bulk`` goes through here); the same rollback, errors and erase pass. The
+        rows it writes are indexed inside it (``apply`` may write the index itself)."""
+        return self._transact(apply, inline=True)
+
+    def _transact(self, apply: Callable[[Applier, WriteResult], None], inline: bool) -> WriteResult:
         db = self._writer()
         result = WriteResult()
         with self._write_lock:
             self._applier.horizon = self._horizon()
+            marked = self._applier.mark is not None
             try:
+                if inline and marked:
+                    # Every row indexed, then ``apply``'s rows indexed as it writes them (no
+                    # mark for it), and the mark moved past them in the same transaction.
+                    self._catch_up()
+                    self._applier.mark = None
                 db.execute("BEGIN IMMEDIATE")
                 apply(self._applier, result)
+                if inline and marked:
+                    write_mark(db, newest_id(db))
                 db.execute("COMMIT")
             except BaseException as error:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 self._applier.forget_cache()
+                if marked:
+                    self._applier.mark = read_mark(db)
                 if isinstance(error, sqlite3.Error):
                     raise self._translated(error) from None
                 raise
             self.row_cache.wrote(self._applier.take_touched())  # search's row ids go stale
+            if marked:
+                self._committed(inline)
             if result.erased and self._clock() - self._last_erase >= self._erase_interval:
                 self._erase_after_commit()
         return result
+
+    # -- indexing after the commit (``_deferred_index``) ---------------------------------------
+
+    def index_pending(self) -> None:
+        """Index every message written so far (with ``index_after``: what the indexer would)."""
+        with self._write_lock:
+            try:
+                self._catch_up()
+            except sqlite3.Error as error:
+                raise self._translated(error) from None
+
+    def _committed(self, inline: bool) -> None:
+        """After a commit (the write lock held): the mark as it now is, the indexer told."""
+        if inline:
+            self._applier.mark = read_mark(self._writer())
+        elif self._indexer is not None and self._applier.mark is not None:
+            waiting = self._applier.newest - self._applier.mark
+            if waiting > 0:
+                self._indexer.written(waiting)
+
+    def _index_some(self) -> bool:
+        """One indexing transaction (the indexer's thread); whether rows are left."""
+        with self._write_lock:
+            if self._db is None:
+                return False
+            return self._index_chunk()
+
+    def _catch_up(self) -> None:
+        """Index every row above the mark (the write lock held)."""
+        while self._index_chunk():
+            pass
+
+    def _catch_up_or_log(self) -> bool:
+        """:meth:`_catch_up`; a failure (a full disk) is logged and left for later (the rows
+        stay above the mark, found by every read but a search): whether it succeeded."""
+        try:
+            self._catch_up()
+        except sqlite3.Error as error:
+            log.warning("channel store indexing postponed: %s", self._translated(error))
+            return False
+        return True
+
+    def _index_chunk(self) -> bool:
+        """Index the rows above the mark, :data:`CHUNK` at most, in one transaction that is
+        not fsynced (the write lock held); whether rows are left above the new mark."""
+        db = self._writer()
+        mark = self._applier.mark = read_mark(db)
+        if mark is None:
+            return False
+        newest = newest_id(db)
+        if newest <= mark:
+            return False
+        db.execute("PRAGMA synchronous = NORMAL")
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            mark, chans = index_chunk(db, self._applier.shards(), mark, newest)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            self._applier.forget_cache()
+            raise
+        finally:
+            db.execute(f"PRAGMA synchronous = {self._synchronous}")
+        self._applier.mark = mark
+        self.row_cache.wrote(chans)  # their terms have new rows now
+        return mark < newest
+
+    def _set_mark(self, mark: int | None) -> None:
+        """Write the mark alone (every row at or below it is indexed: the write lock held)."""
+        db = self._writer()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            write_mark(db, mark)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self._applier.mark = mark
 
     def _erase_after_commit(self) -> None:
         """The batch is committed (the caller may ack it): an erase pass that fails now, for
@@ -198,6 +317,7 @@ class SqliteChannelStore(Reads):
             return 0
         with self._write_lock:
             try:
+                self._catch_up()  # purge_before takes each deleted row's words out
                 gone = purge_before(self._writer(), horizon)
                 self.row_cache.wrote_all()
                 self._erase_locked()
@@ -210,6 +330,7 @@ class SqliteChannelStore(Reads):
         """Drop the oldest messages until the file's used bytes fit; how many (logged)."""
         with self._write_lock:
             try:
+                self._catch_up()  # drop_oldest takes each deleted row's words out
                 gone = drop_oldest(self._writer(), max_bytes)
                 self.row_cache.wrote_all()
                 self._erase_locked()
@@ -218,10 +339,15 @@ class SqliteChannelStore(Reads):
         return gone
 
     def close(self) -> None:
-        """Run a pending erase pass, close every connection and release the data dir."""
+        """Index what waits, run a pending erase pass, close every connection and release
+        the data dir."""
+        if self._indexer is not None:
+            self._indexer.close()
+            self._indexer = None
         if self._db is not None:
             try:
                 with self._write_lock:
+                    self._catch_up_or_log()
                     self._erase_locked()
             finally:
                 self._close_writer()

@@ -103,7 +103,7 @@ def test_another_applications_database_and_a_newer_version_are_refused(tmp_path:
     with pytest.raises(StoreTooNew) as too_new:
         SqliteChannelStore(newer)
     text = one_line_naming(too_new.value, newer / DB_NAME)
-    assert "schema version 99 is newer than this chanctx reads (2)" in text
+    assert "schema version 99 is newer than this chanctx reads (3)" in text
 
 
 def test_a_version_no_migration_starts_from_is_refused_with_one_line(tmp_path: Path) -> None:

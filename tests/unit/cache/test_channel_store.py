@@ -280,7 +280,7 @@ def test_stats_count_messages_threads_tombstones_and_bytes(store: SqliteChannelS
 
 
 def test_stats_say_the_schema_version(store: SqliteChannelStore) -> None:
-    assert store.stats().schema_version == SCHEMA_VERSION == 2
+    assert store.stats().schema_version == SCHEMA_VERSION == 3
 
 
 def test_a_reader_sees_commits_and_never_blocks_the_writer(tmp_path: Path) -> None:

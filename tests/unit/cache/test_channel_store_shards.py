@@ -194,7 +194,7 @@ def test_a_version_1_store_is_migrated_on_open(tmp_path: Path) -> None:
     path = _v1_store(tmp_path)
     assert b"quixoticsecret" in disk(tmp_path)
     with SqliteChannelStore(tmp_path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 2
+        assert store.schema_version == SCHEMA_VERSION == 3
         assert [c.ts for c in store.search_candidates(T, "C1", ["checkout"], 5)] == [ts(1)]
         assert [c.ts for c in store.search_candidates(T, "C2", ["checkout"], 5)] == [ts(2)]
         assert [c.ts for c in store.search_candidates(T, "C1", ["failed"], 5)] == [ts(3)]

@@ -24,7 +24,7 @@ def test_stats_after_an_import(tmp_path: Path, capsys: pytest.CaptureFixture[str
         "C0JGLMMNX #enrique: 96 messages, 0 threads, 0 tombstones, 2016-01-15 to 2016-03-29" in text
     )
     assert main(["store", "check", "--data-dir", data], env={}) == 0
-    assert "schema version 2, 0 problem(s)" in capsys.readouterr().out
+    assert "schema version 3, 0 problem(s)" in capsys.readouterr().out
     assert main(["store", "stats", "--json"], env={"CHANCTX_DATA_DIR": data}) == 0
     stats = json.loads(capsys.readouterr().out)
     assert stats["messages"] == 146 and stats["bytes_on_disk"] > 0
