@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 import time
 import zipfile
@@ -127,17 +129,41 @@ def another_thread() -> Iterator[None]:
         other.join()
 
 
+# Run alone, in a process with one thread (``chanctx import``'s case): pytest's own process may
+# run threads (xdist's workers do), and with another thread the importer never forks.
+_FORKED = """
+import json, sys
+from pathlib import Path
+from tests.unit.bot.export import test_parallel_import as t
+tmp = Path(sys.argv[1])
+export = t.long_export(tmp / "long.zip")
+with t.SqliteChannelStore(tmp / "data"):  # the store's lock and database are open here
+    argv, held = t.running_worker(export)
+one = t.imported(t.REAL, tmp / "one", parallel=False)
+two = t.imported(t.REAL, tmp / "two", parallel=True)
+me = Path("/proc/self/cmdline").read_bytes().decode().split(chr(0))
+print(json.dumps({"argv": argv, "me": me, "held": sorted(held), "same": one == two}))
+"""
+
+
 @pytest.mark.slow
 def test_the_worker_is_forked_without_the_importers_files_or_else_started_fresh(
     tmp_path: Path,
 ) -> None:
-    export = long_export(tmp_path / "long.zip")
-    with SqliteChannelStore(tmp_path / "data"):  # the store's lock and database are open here
-        forked, held = running_worker(export)
-        with another_thread():  # a fork would copy its locks: a fresh interpreter instead
-            fresh, _ = running_worker(export)
-    assert forked == Path("/proc/self/cmdline").read_bytes().decode().split("\0")
-    assert held and not [name for name in held if str(tmp_path / "data") in name]
+    root = Path(__file__).resolve().parents[4]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    run = subprocess.run(
+        [sys.executable, "-c", _FORKED, str(tmp_path)],
+        capture_output=True, text=True, cwd=root, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2_000:]
+    alone = json.loads(run.stdout.strip().splitlines()[-1])
+    assert alone["argv"] == alone["me"]  # forked: the child runs the parent's command line
+    assert alone["held"] and not [n for n in alone["held"] if str(tmp_path / "data") in n]
+    assert alone["same"]  # and the forked worker imports what one process imports
+    export = long_export(tmp_path / "long2.zip")
+    with another_thread():  # a fork would copy its locks: a fresh interpreter instead
+        fresh, _ = running_worker(export)
     assert "from chanctx.bot.export.parse_process import main" in fresh[2]
     one = imported(REAL, tmp_path / "one", parallel=False)
     with another_thread():
