@@ -22,7 +22,7 @@ from chanctx.bot.export.parse_process import parse_in_worker
 from chanctx.bot.export.parsing import ParsingStopped
 from chanctx.cache.channel_store import SqliteChannelStore
 
-from tests.support.paths import DATA
+from tests.support.paths import DATA, ROOT
 from tests.support.slack_exports import TEAM, workspace_export, write_folder, write_zip
 
 REAL = DATA / "slack_export" / "hfaran-slack-export-viewer-testarchive.zip"
@@ -150,11 +150,10 @@ print(json.dumps({"argv": argv, "me": me, "held": sorted(held), "same": one == t
 def test_the_worker_is_forked_without_the_importers_files_or_else_started_fresh(
     tmp_path: Path,
 ) -> None:
-    root = Path(__file__).resolve().parents[4]
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     run = subprocess.run(
         [sys.executable, "-c", _FORKED, str(tmp_path)],
-        capture_output=True, text=True, cwd=root, env=env, timeout=300, check=False,
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=300, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-2_000:]
     alone = json.loads(run.stdout.strip().splitlines()[-1])
