@@ -322,10 +322,13 @@ class BM25Index:
         b: float = 0.75,
         epsilon: float = 0.25,
         size: int | None = None,
+        out: FloatArray | None = None,
     ) -> FloatArray:
-        """Every slot's score (``size`` cells, at least one per slot); 0 without a query term."""
+        """Every slot's score (``size`` cells, at least one per slot); 0 without a query term.
+        ``out``: zeros to add the scores into, used if it has cells enough (a new array if not).
+        """
         length = max(len(self._lengths), size or 0)
-        total = np.zeros(length, dtype=np.float64)
+        total = out if out is not None and len(out) >= length else np.zeros(length)
         if not self._docs or not self._total_length:
             return total
         average_length = self._total_length / self._docs

@@ -26,72 +26,40 @@ Not thread-safe by itself: hold :attr:`ChannelIndex.lock` around refresh, sync a
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from chanctx.cache import ts_key
 from chanctx.context import Message, Names
 from chanctx.context.render import author_of, text_of
 from chanctx.tools._bm25 import BM25Index
-from chanctx.tools._columns import NONE, KeyBlocks, Rows, Threads, link_streams, live_window
-from chanctx.tools._keywords import Stemmer, terms
-
-__all__ = ["STATES_CAUSE", "ChannelIndex", "ThreadStats", "document_terms"]
-
-STATES_CAUSE = re.compile(
-    r"\b(because|caused|root cause|due to|found it|turns out|the (issue|problem|culprit) "
-    r"(is|was)|broke|broken by|regression)\b"
+from chanctx.tools._columns import (
+    NONE,
+    KeyBlocks,
+    Rows,
+    Scratch,
+    Threads,
+    link_streams,
+    live_window,
 )
+from chanctx.tools._documents import (
+    STATES_CAUSE,
+    ThreadStats,
+    author_key,
+    document_terms,
+    has_thread,
+    same_document,
+)
+from chanctx.tools._keywords import Stemmer
+
+__all__ = ["ChannelIndex", "ThreadStats", "document_terms"]
+
 # Older messages added at once from which they are linked in one sorted pass over the index
 # (21 ms at 260,000 indexed), not each by a bisection of the channel's top-level keys or a walk
 # back through its thread: at least _BULK_LINK, and one in _BULK_SHARE of the index.
 _BULK_LINK, _BULK_SHARE = 4, 200
 _Asked = tuple[int, float | None, tuple[int, ...]]  # a window's question: version, since, hidden
-
-
-@dataclass(frozen=True)
-class ThreadStats:
-    """What the channel knows about one thread: replies seen and the root's own counters."""
-
-    reply_count: int
-    last_reply_ts: str | None
-    participant_names: tuple[str, ...]
-
-
-def document_terms(message: Message, text: str, names: Names, stemmer: Stemmer) -> list[str]:
-    """The BM25 document of a message: its text, its author's name and its files' titles."""
-    # The author's name and the file titles are searchable too: "what did Dev post",
-    # "the grafana screenshot".
-    extra = [author_of(message, names).display_name]
-    for ref in message.files:
-        extra.extend(filter(None, (ref.title, ref.filename)))
-    return terms(" ".join([text, *extra]), stemmer)
-
-
-def _same_document(old: Message, new: Message) -> bool:
-    """Would ``new`` be indexed exactly like ``old`` (only counters or reactions differ)?"""
-    return (
-        old.text == new.text
-        and old.files == new.files
-        and old.user_id == new.user_id
-        and old.bot_id == new.bot_id
-        and old.author_name == new.author_name
-        and old.is_reply == new.is_reply
-        and old.root_ts == new.root_ts
-        and old.is_self == new.is_self
-        and old.mentions_self == new.mentions_self
-    )
-
-
-def _has_thread(message: Message) -> bool:
-    return message.is_reply or message.thread_ts is not None or message.reply_count > 0
-
-
-def _author_key(message: Message) -> tuple[str, str | None]:
-    return (message.user_id or message.bot_id or "", message.author_name)
 
 
 class ChannelIndex:
@@ -102,6 +70,7 @@ class ChannelIndex:
         self.stemmer: Stemmer = stemmer
         self.lock = threading.RLock()
         self.bm25 = BM25Index()
+        self.scratch = Scratch()  # the ranking's work arrays (tools._columns)
         self._pending: dict[int, Message | None] = {}
         self._pending_lock = threading.Lock()
         self._synced: list[Message] = []
@@ -125,6 +94,10 @@ class ChannelIndex:
         # while it holds.
         self._version = 0
         self._window: tuple[_Asked, tuple[int, int, int]] | None = None
+        # The whole channel's window, kept up to date as messages are added (a search that
+        # pulls older matches in adds some each time; a pass over the columns for it cost
+        # more than the rest of a small search), forgotten when one is removed.
+        self._whole: tuple[int, int, int] | None = None
 
     # -- columns the ranking reads (valid until the next write) -----------------------------
 
@@ -151,6 +124,10 @@ class ChannelIndex:
         next search of an unchanged channel the same again.
         """
         hidden_slots = tuple(sorted({s for s in map(self.slot, hidden) if s is not None}))
+        if since is None and not hidden_slots:
+            if self._whole is None:
+                self._whole = live_window(self.rows, len(self._slot_of), None, ())
+            return self._whole
         asked = (self._version, since, hidden_slots)
         if self._window is not None and self._window[0] == asked:
             return self._window[1]
@@ -264,7 +241,7 @@ class ChannelIndex:
             old = self.message(slot)
             if old is message:
                 return
-            if _same_document(old, message):
+            if same_document(old, message):
                 self._replace(slot, old, message)
                 return
             self._remove_slot(slot)
@@ -296,6 +273,7 @@ class ChannelIndex:
         rows.exchange[slot] = message.is_self or message.mentions_self
         rows.reply[slot] = message.is_reply
         rows.live[slot] = True
+        self._widen(slot, key)
         if not message.is_reply:
             self._top_keys.insert(key)
         tid = self._join_thread(slot, key, message)
@@ -307,6 +285,21 @@ class ChannelIndex:
         if tid != NONE:
             self._restat(tid)
 
+    def _widen(self, slot: int, key: int) -> None:
+        """Count a message just added at ``slot`` into the remembered whole-channel window."""
+        if self._whole is None:
+            return
+        count, oldest, newest = self._whole
+        if not count:
+            self._whole = (1, slot, slot)
+            return
+        keys = self.rows.key
+        self._whole = (
+            count + 1,
+            slot if key < int(keys[oldest]) else oldest,
+            slot if key > int(keys[newest]) else newest,
+        )
+
     def _replace(self, slot: int, old: Message, new: Message) -> None:
         # Same document, same thread: only the thread counters (or reactions) changed.
         self._messages[slot] = new
@@ -316,7 +309,7 @@ class ChannelIndex:
         if not new.is_reply:
             key = ts_key(new.ts)
             tid = self._tid_of.get(key)
-            if tid is None and _has_thread(new):
+            if tid is None and has_thread(new):
                 tid = self._thread(key, create=True)
             if tid is not None:
                 self.rows.tid[slot] = tid
@@ -330,6 +323,7 @@ class ChannelIndex:
 
     def _remove_slot(self, slot: int) -> None:
         self._version += 1
+        self._whole = None
         message = self.message(slot)
         key = ts_key(message.ts)
         self.bm25.remove(slot)
@@ -345,7 +339,7 @@ class ChannelIndex:
         self._free.append(slot)
 
     def _author_code(self, message: Message) -> int:
-        author = _author_key(message)
+        author = author_key(message)
         code = self._authors.get(author)
         if code is None:
             code = self._authors[author] = len(self._author_messages)
@@ -461,7 +455,7 @@ class ChannelIndex:
             self.rows.tid[slot] = tid
             self.rows.root[slot] = self.threads.root[tid]
             return tid
-        found = self._thread(key, create=_has_thread(message))
+        found = self._thread(key, create=has_thread(message))
         if found is None:
             return NONE
         self.rows.tid[slot] = found

@@ -68,6 +68,7 @@ from chanctx.tools._index import ChannelIndex
 from chanctx.tools._keywords import Keyword, keywords, terms
 from chanctx.tools._ranking import Hit, Ranking, Search
 from chanctx.tools._scored import PRUNE_FROM, Asked, choose, score, worth_scoring, written_by
+from chanctx.tools._sets import intersect, union
 
 __all__ = ["periods", "search"]
 
@@ -128,8 +129,8 @@ def _keyword_slots(index: ChannelIndex, keyword: Keyword) -> Ints:
     if keyword.parts:
         together = index.bm25.slots_with(keyword.parts[0])
         for part in keyword.parts[1:]:
-            together = np.intersect1d(together, index.bm25.slots_with(part))
-        slots = np.union1d(slots, together)
+            together = intersect(together, index.bm25.slots_with(part))
+        slots = union([slots, together])
     return slots
 
 
@@ -224,23 +225,25 @@ def search(
         return np.setdiff1d(keep, hidden_slots) if len(hidden_slots) else keep
 
     # Dense keyword scores (0 where no keyword matched), one extra cell for "no slot" (-1).
-    keyword = np.zeros(capacity + 1, dtype=np.float64)
-    chosen_mask = np.zeros(capacity + 1, dtype=np.bool_)
+    keyword = index.scratch.floats(0, capacity + 1)
+    chosen_mask = index.scratch.bools(capacity + 1)
+    # The candidates marked in ``chosen_mask``, also as lists of slots while each way of
+    # marking them gives one (``listed``): their union is cheaper than a pass over the mask.
+    marked: list[Ints] = []
+    listed = bool(scoring)
     if scoring:
         # A message matches a keyword if it holds its term, or (a compound keyword written
         # apart, "checkout api") all of its parts.
         keyword_slots = [_keyword_slots(index, k) for k in scoring]
-        for found in keyword_slots:
-            chosen_mask[found] = True
-        matched = in_window(np.flatnonzero(chosen_mask[:capacity]))
-        chosen_mask[:] = False
+        matched = in_window(union(keyword_slots))
         weights = [_keyword_weight(index, k, ranking) for k in scoring]
-        share = np.zeros(capacity + 1, dtype=np.float64)
+        share = index.scratch.floats(1, capacity + 1)
         for found, weight in zip(keyword_slots, weights, strict=True):
             share[found] += weight
         bm25 = index.bm25.dense_scores(
-            [k.term for k in scoring], k1=ranking.k1, b=ranking.b, epsilon=ranking.epsilon
-        )[matched]
+            [k.term for k in scoring], k1=ranking.k1, b=ranking.b, epsilon=ranking.epsilon,
+            out=index.scratch.floats(2, capacity + 1),
+        )[matched]  # fmt: skip
         bm25 = np.maximum(bm25, 0.0)
         # The scale is set by people's messages: an earlier question asked of the bot (or its
         # answer) repeats the intent's words and would otherwise shrink every other match.
@@ -250,6 +253,7 @@ def search(
             ranking.keyword_share * share[matched] / sum(weights)
         )
         chosen_mask[matched] = True
+        marked.append(matched)
         if ranking.context_candidates and any(k.word.isalpha() for k in scoring):
             # Not for a lookup of identifiers only ("v2.30.4", "#9931"): it wants its matches.
             # Around the best matches only: a neighbour ranks by its context, so the
@@ -259,9 +263,13 @@ def search(
             if len(matched) > _NEAR_OF:
                 cut = np.argpartition(-keyword[matched], _NEAR_OF)[:_NEAR_OF]
                 best_matches = matched[cut]
-            chosen_mask[_near(index, best_matches, ranking)] = True  # windowed below
+            near = _near(index, best_matches, ranking)
+            chosen_mask[near] = True  # windowed below
+            marked.append(near)
         if ranking.thread_share:  # a reply whose root matched is a candidate too
-            _mark_replies(index, chosen_mask)
+            replies = _mark_replies(index, chosen_mask)
+            marked = marked if replies is None else [*marked, replies]
+            listed = replies is not None
     asked = {a.strip().lstrip("@").casefold() for a in authors} - {""}
     codes = [
         code
@@ -274,7 +282,10 @@ def search(
         chosen_mask[:capacity] |= written_by(rows.author[:capacity], named_codes, capacity)
     if not wanted:
         chosen_mask[:capacity] = rows.live[:capacity]
-    candidates = in_window(np.flatnonzero(chosen_mask[:capacity]))
+    if listed and not codes and not named_codes and wanted:
+        candidates = in_window(union(marked))
+    else:
+        candidates = in_window(np.flatnonzero(chosen_mask[:capacity]))
     if not len(candidates):
         return Search([], 0, scanned, time_range, wanted)
 
@@ -337,11 +348,11 @@ def search(
     return Search(hits, len(candidates), scanned, time_range, wanted)
 
 
-def _mark_replies(index: ChannelIndex, chosen_mask: Bools) -> None:
+def _mark_replies(index: ChannelIndex, chosen_mask: Bools) -> Ints | None:
     """Mark every reply whose thread's root is marked: ``chosen_mask[rows.root]`` over every
     slot, or, when the marked threads are short beside the index (a step a reply, each a few
     vectorised operations, against a pass over every slot), reached from the marked roots
-    back through their threads' replies."""
+    back through their threads' replies. The replies so reached (None: the pass was made)."""
     rows, threads = index.rows, index.threads
     capacity = index.capacity
     roots = threads.root
@@ -349,11 +360,14 @@ def _mark_replies(index: ChannelIndex, chosen_mask: Bools) -> None:
     longest = int(threads.known[marked].max()) if marked.any() else 0
     if longest * _SLOTS_A_STEP >= capacity:
         chosen_mask[:capacity] |= chosen_mask[rows.root[:capacity]]
-        return
+        return None
+    reached: list[Ints] = []
     current = threads.tail[marked]
     while len(current := current[current >= 0]):
         chosen_mask[current] = True
+        reached.append(current.astype(np.int64))
         current = rows.prev[current]
+    return np.concatenate(reached) if reached else np.zeros(0, dtype=np.int64)
 
 
 def _busiest(index: ChannelIndex, since: float | None) -> float:

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from chanctx.cache import ts_key
 from chanctx.cache.channel_store._fts import SHARD_BITS, shard_table
 from chanctx.cache.channel_store._records import Candidate
 
@@ -65,6 +66,7 @@ FloatArray = npt.NDArray[np.float64]
 
 
 Tags = tuple[int, int]  # (the store's epoch, the channel's write generation)
+Stamp = tuple[str, int]  # a row's ts and its exact sort key (``ts_key``, stored beside it)
 
 
 class RowCache:
@@ -76,7 +78,7 @@ class RowCache:
         self._epoch = 0
         self._generations: dict[int, int] = {}
         self._terms: OrderedDict[tuple[int, str], tuple[Tags, array[int]]] = OrderedDict()
-        self._ts: dict[int, tuple[Tags, int, str]] = {}  # row -> (tags, its channel, its ts)
+        self._ts: dict[int, tuple[Tags, int, Stamp]] = {}  # row -> (tags, its channel, ts)
         self._shards: dict[int, tuple[Tags, list[int]]] = {}
 
     def tags(self, chan: int) -> Tags:
@@ -124,11 +126,12 @@ class RowCache:
         return ids
 
     def ts_of(
-        self, chan: int, rows: Sequence[int], read: Callable[[Sequence[int]], dict[int, str]]
-    ) -> dict[int, str]:
-        """The ts of those of ``rows`` that are ``chan``'s messages; the rest read."""
+        self, chan: int, rows: Sequence[int], read: Callable[[Sequence[int]], dict[int, Stamp]]
+    ) -> dict[int, Stamp]:
+        """The ts (and sort key) of those of ``rows`` that are ``chan``'s messages; the rest
+        read."""
         tags = self.tags(chan)
-        out: dict[int, str] = {}
+        out: dict[int, Stamp] = {}
         missing: list[int] = []
         known = self._ts
         for row in rows:
@@ -143,8 +146,8 @@ class RowCache:
             with self._lock:
                 if len(known) + len(fresh) > _TS_KEPT:
                     known.clear()
-                for row, ts in fresh.items():
-                    known[row] = (tags, chan, ts)
+                for row, stamp in fresh.items():
+                    known[row] = (tags, chan, stamp)
         return out
 
 
@@ -155,10 +158,13 @@ def candidates(
     phrases: Sequence[str],
     limit: int,
     cache: RowCache | None = None,
+    *,
+    before: int | None = None,
 ) -> list[Candidate]:
     """The best ``limit`` messages of channel ``chan`` for any of ``phrases`` (FTS5 phrase
     queries of the channel's scoped terms), read as the module docstring says; ``cache``:
-    where row ids and ts read before are kept."""
+    where row ids and ts read before are kept. ``before`` (a ts key): of those best, only the
+    older ones (the best are chosen the same either way)."""
     cache = cache or RowCache()
     newest_first = sorted(shards, reverse=True)
     found = [
@@ -166,15 +172,21 @@ def candidates(
         for phrase in phrases
     ]
     if all(len(ids) <= CAP for ids in found) and _distinct(found) <= SCORED:
-        return _ranked(query, chan, newest_first, " OR ".join(phrases), limit)
+        ranked = _ranked(query, chan, newest_first, " OR ".join(phrases), limit)
+        return ranked if before is None else [c for c in ranked if ts_key(c.ts) < before]
     # Any row count above every term's: the shards the channel has words in hold at most this.
     size = max(len(newest_first) << SHARD_BITS, max(map(len, found)) + 1)
     rows, score = _scored(found, size)
     # Best score first, ties to the newer (larger) row id.
-    best = [int(row) for row in rows[np.lexsort((-rows, -score))[:limit]]]
-    score_of = dict(zip(rows.tolist(), score.tolist(), strict=True))
-    ts_of = cache.ts_of(chan, best, partial(_ts_of, query, chan))
-    return [Candidate(ts_of[row], score_of[row]) for row in best if row in ts_of]
+    order = np.lexsort((-rows, -score))[:limit]
+    best, best_score = rows[order].tolist(), score[order].tolist()
+    stamps = cache.ts_of(chan, best, partial(_ts_of, query, chan))
+    out: list[Candidate] = []
+    for row, row_score in zip(best, best_score, strict=True):
+        stamp = stamps.get(row)
+        if stamp is not None and (before is None or stamp[1] < before):
+            out.append(Candidate(stamp[0], row_score))
+    return out
 
 
 def _distinct(found: Sequence[Sequence[int]]) -> int:
@@ -182,7 +194,8 @@ def _distinct(found: Sequence[Sequence[int]]) -> int:
     total = sum(map(len, found))
     if total <= SCORED:
         return total
-    return len(np.unique(np.concatenate([np.asarray(ids, dtype=np.int64) for ids in found])))
+    ordered, _ = _sorted_rows(found)
+    return int(np.count_nonzero(_firsts(ordered)))
 
 
 def _scored(found: Sequence[Sequence[int]], size: int) -> tuple[IntArray, FloatArray]:
@@ -193,11 +206,31 @@ def _scored(found: Sequence[Sequence[int]], size: int) -> tuple[IntArray, FloatA
     for ids in found:
         df = max(len(ids), CAP + 1) if len(ids) > CAP else len(ids)
         weights.append(math.log(1.0 + (size - df + 0.5) / (df + 0.5)))
-    read = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in found])
     each = np.repeat(np.array(weights, dtype=np.float64), [len(ids) for ids in found])
-    rows, where = np.unique(read, return_inverse=True)
+    ordered, order = _sorted_rows(found)
+    first = _firsts(ordered)
+    rows = ordered[first]
+    where = np.empty(len(ordered), dtype=np.int64)
+    where[order] = np.cumsum(first) - 1  # each read's row, as an index into ``rows``
     score: FloatArray = np.bincount(where, weights=each, minlength=len(rows)).astype(np.float64)
     return rows, score
+
+
+def _sorted_rows(found: Sequence[Sequence[int]]) -> tuple[IntArray, IntArray]:
+    """(every row read, ascending, repeats kept; where each came from in the reads laid end to
+    end). A stable sort of lists each already sorted (newest first: reversed, then merged) is
+    far cheaper than ``np.unique``, which starts from scratch (docs/design.md)."""
+    read = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in found])
+    order = np.argsort(read, kind="stable")
+    return read[order], order
+
+
+def _firsts(ordered: IntArray) -> npt.NDArray[np.bool_]:
+    """Which cells of ascending ``ordered`` start a run of equal values."""
+    first = np.ones(len(ordered), dtype=np.bool_)
+    if len(ordered) > 1:
+        np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    return first
 
 
 def _row_ids(query: Query, shards: Sequence[int], expression: str) -> list[int]:
@@ -216,18 +249,18 @@ def _row_ids(query: Query, shards: Sequence[int], expression: str) -> list[int]:
     return out
 
 
-def _ts_of(query: Query, chan: int, rows: Sequence[int]) -> dict[int, str]:
-    """The ts of those of ``rows`` that are channel ``chan``'s messages."""
-    out: dict[int, str] = {}
+def _ts_of(query: Query, chan: int, rows: Sequence[int]) -> dict[int, Stamp]:
+    """The ts and sort key of those of ``rows`` that are channel ``chan``'s messages."""
+    out: dict[int, Stamp] = {}
     for start in range(0, len(rows), _IDS_A_QUERY):
         part = rows[start : start + _IDS_A_QUERY]
         marks = ",".join("?" * len(part))
         # By primary key alone: "AND chan = ?" would let SQLite walk the channel's index.
-        for row, ts, owner in query(
-            f"SELECT id, ts, chan FROM messages WHERE id IN ({marks})", part
+        for row, ts, key, owner in query(
+            f"SELECT id, ts, ts_key, chan FROM messages WHERE id IN ({marks})", part
         ):
             if owner == chan:
-                out[int(row)] = str(ts)
+                out[int(row)] = (str(ts), int(key))
     return out
 
 

@@ -136,12 +136,11 @@ class Reads(SharedReads):
                 s for (s,) in self._query("SELECT shard FROM chan_shards WHERE chan = ?", (chan,))
             ],
         )
-        found = candidates(self._query, chan, shards, phrases, limit, cache) if shards else []
-        if before is None:
-            return found
-        # The same best ``limit``, those older than ``before`` (the search is unchanged).
-        older = ts_key(before)
-        return [c for c in found if ts_key(c.ts) < older]
+        if not shards:
+            return []
+        # The same best ``limit``; with ``before``, only those older (the search is unchanged).
+        older = None if before is None else ts_key(before)
+        return candidates(self._query, chan, shards, phrases, limit, cache, before=older)
 
     def _fresh_cache(self) -> RowCache:
         """The row cache, emptied first when this store is read-only and another connection
