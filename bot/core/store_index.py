@@ -33,13 +33,19 @@ from chanctx.cache import message_bytes, ts_key
 from chanctx.context import Message, Names
 from chanctx.tools import ChannelIndex, SearchScope, keywords
 
-__all__ = ["BUILD_WAIT", "CANDIDATES", "INTERIM_HELD", "PAGE", "StoreIndexes"]
+__all__ = ["BUILD_WAIT", "CANDIDATES", "INTERIM_HELD", "LARGE", "OLDER", "PAGE", "StoreIndexes"]
 
 logger = logging.getLogger("chanctx.store_index")
 _TELL_BUILDS_FROM = 1.0  # seconds: a build this long is logged at INFO, a shorter one at DEBUG
 
 PAGE = 5_000  # messages read from the store at a time, newest first
 CANDIDATES = 500  # FTS5 matches asked for when a channel's older part is not indexed
+# An index of at least LARGE messages that does not reach the channel's oldest asks for at most
+# OLDER older matches: each one pulled costs the answer a fetch and tokenising, and the
+# ranking's best ten took their older messages almost only from the store's best ten
+# (docs/design.md, "The older tier"). A smaller index is soon the whole channel (pulled
+# messages stay), so it asks for as many as it can use.
+OLDER, LARGE = 30, 20_000
 # Seconds from the start of a channel's build until its searches stop waiting for it and rank
 # the interim index: a small channel's build ends within it (then the search ranks the whole
 # index), a large one's takes minutes, and the interim already covers everything stored, so
@@ -307,8 +313,9 @@ class StoreIndexes:
         wanted = set(reload)
         if entry.oldest is not None:
             words = [k.word for k in keywords(intent, entry.index.stemmer)]
+            asked = min(self._candidates, OLDER) if len(entry.index) >= LARGE else self._candidates
             found = store.search_candidates(
-                team, channel, words, self._candidates, before=_ts_of(entry.oldest)
+                team, channel, words, asked, before=_ts_of(entry.oldest)
             )  # the index holds the newer part
             for candidate in found:
                 key = ts_key(candidate.ts)

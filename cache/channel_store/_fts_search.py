@@ -19,6 +19,11 @@ few:
    less than any rare one), ties to the newer, and the best ``limit`` are kept: a rare word's
    matches all come first, then the newest messages holding the most common words.
 
+With ``before`` (the caller's index holds that message and every newer one), the best
+``limit`` of the older matches are sought among the best :data:`WINDOW` of all: their ts are
+read in growing steps until ``limit`` are older (an intent of rare words stops after a few
+dozen rows).
+
 The caller ranks them with every signal it has; what changes against scoring every match is
 only which of many common-word matches reach it: the newest, not the shortest anywhere in the
 channel. A message holding a common word beyond its newest :data:`CAP` matches counts only the
@@ -51,10 +56,11 @@ from chanctx.cache import ts_key
 from chanctx.cache.channel_store._fts import SHARD_BITS, shard_table
 from chanctx.cache.channel_store._records import Candidate
 
-__all__ = ["CAP", "SCORED", "RowCache", "candidates"]
+__all__ = ["CAP", "SCORED", "WINDOW", "RowCache", "candidates"]
 
 CAP = 2_000  # row ids read a term, at most (one more tells a common term)
 SCORED = 200  # matches bm25() ranks, at most (each call reads the row's length)
+WINDOW = 500  # with ``before``: the best matches of all among which the older are sought
 _SHARDS_A_QUERY = 100  # a compound SELECT holds at most 500 (SQLite's default limit)
 _IDS_A_QUERY = 900  # bound parameters a statement, under SQLite's old default of 999
 _TERMS_KEPT = 512  # terms' row ids remembered (each at most CAP + 1 ids, 8 bytes each)
@@ -163,29 +169,38 @@ def candidates(
 ) -> list[Candidate]:
     """The best ``limit`` messages of channel ``chan`` for any of ``phrases`` (FTS5 phrase
     queries of the channel's scoped terms), read as the module docstring says; ``cache``:
-    where row ids and ts read before are kept. ``before`` (a ts key): of those best, only the
-    older ones (the best are chosen the same either way)."""
+    where row ids and ts read before are kept. ``before`` (a ts key): the best ``limit`` of
+    those older, sought among the best :data:`WINDOW` (at least ``limit``) of all."""
     cache = cache or RowCache()
+    window = limit if before is None else max(limit, WINDOW)
     newest_first = sorted(shards, reverse=True)
     found = [
         cache.rows(chan, phrase, partial(_row_ids, query, newest_first, phrase))
         for phrase in phrases
     ]
     if all(len(ids) <= CAP for ids in found) and _distinct(found) <= SCORED:
-        ranked = _ranked(query, chan, newest_first, " OR ".join(phrases), limit)
-        return ranked if before is None else [c for c in ranked if ts_key(c.ts) < before]
+        ranked = _ranked(query, chan, newest_first, " OR ".join(phrases), window)
+        older = ranked if before is None else [c for c in ranked if ts_key(c.ts) < before]
+        return older[:limit]
     # Any row count above every term's: the shards the channel has words in hold at most this.
     size = max(len(newest_first) << SHARD_BITS, max(map(len, found)) + 1)
     rows, score = _scored(found, size)
     # Best score first, ties to the newer (larger) row id.
-    order = np.lexsort((-rows, -score))[:limit]
+    order = np.lexsort((-rows, -score))[:window]
     best, best_score = rows[order].tolist(), score[order].tolist()
-    stamps = cache.ts_of(chan, best, partial(_ts_of, query, chan))
+    read = partial(_ts_of, query, chan)
     out: list[Candidate] = []
-    for row, row_score in zip(best, best_score, strict=True):
-        stamp = stamps.get(row)
-        if stamp is not None and (before is None or stamp[1] < before):
-            out.append(Candidate(stamp[0], row_score))
+    start, step = 0, max(2 * limit, 32)  # ts read in growing steps, until ``limit`` are older
+    while start < len(best) and len(out) < limit:
+        part = best[start : start + step]
+        stamps = cache.ts_of(chan, part, read)
+        for row, row_score in zip(part, best_score[start : start + step], strict=True):
+            stamp = stamps.get(row)
+            if stamp is not None and (before is None or stamp[1] < before):
+                out.append(Candidate(stamp[0], row_score))
+                if len(out) == limit:
+                    break
+        start, step = start + step, 2 * step
     return out
 
 
