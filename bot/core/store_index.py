@@ -109,6 +109,8 @@ class StoreIndexes:
         cached: Callable[[], int] = lambda: 0,
         candidates: int = CANDIDATES,
         build_wait: float = BUILD_WAIT,
+        older: int = OLDER,
+        large: int = LARGE,
     ) -> None:
         self._record = record
         self.max_bytes = max_bytes
@@ -116,6 +118,7 @@ class StoreIndexes:
         self._names = names
         self._cached = cached
         self._candidates = candidates
+        self._older, self._large = older, large
         self._build_wait = build_wait
         self._entries: OrderedDict[str, _Entry] = OrderedDict()  # least recently searched first
         self._interim: dict[str, _Interim] = {}
@@ -313,7 +316,9 @@ class StoreIndexes:
         wanted = set(reload)
         if entry.oldest is not None:
             words = [k.word for k in keywords(intent, entry.index.stemmer)]
-            asked = min(self._candidates, OLDER) if len(entry.index) >= LARGE else self._candidates
+            asked = self._candidates
+            if len(entry.index) >= self._large:
+                asked = min(asked, self._older)
             found = store.search_candidates(
                 team, channel, words, asked, before=_ts_of(entry.oldest)
             )  # the index holds the newer part

@@ -154,6 +154,21 @@ def test_every_key_names_the_workspace(store: SqliteChannelStore) -> None:
     assert store.user_names("T2") == {"U1": "Ana"} and store.user_names(T) == {}
 
 
+def test_search_candidates_before_offer_the_best_older_ones(store: SqliteChannelStore) -> None:
+    # The best matches (both words) are not older than ``before``: older ones, holding one
+    # word, come instead, whether bm25() ranks the few matches or the many are scored from
+    # their row ids.
+    store.write(post(*(msg(n, "vault combination" if n > 20 else "vault") for n in range(1, 24))))
+    terms = ["vault", "combination"]
+    best = store.search_candidates(T, "C1", terms, 2)
+    assert {c.ts for c in best} <= {ts(21), ts(22), ts(23)}
+    for _ in range(2):
+        older = store.search_candidates(T, "C1", terms, 2, before=ts(21))
+        assert len(older) == 2 and all(c.ts < ts(21) for c in older)
+        assert older[0].score >= older[1].score
+        store.write(post(*(msg(n, "vault") for n in range(100, 400))))  # then over 200 match
+
+
 def test_search_candidates_come_best_first_and_survive_any_query_text(
     store: SqliteChannelStore,
 ) -> None:

@@ -19,6 +19,7 @@ from chanctx.bot.core.built_context import ContextSettings
 from chanctx.bot.core.channel_record import ChannelRecord, OpenStore
 from chanctx.bot.core.channel_view import EngineView
 from chanctx.bot.core.engine import ContextEngine
+from chanctx.bot.core.store_index import StoreIndexes
 from chanctx.bot.slack.intake import SelfIdentity
 from chanctx.cache.channel_store import SqliteChannelStore
 from chanctx.context import Message, Names
@@ -171,6 +172,30 @@ def test_a_channel_larger_than_the_budget_still_finds_an_old_fact(tmp_path: Path
         assert found and found[0][0] == ts(10)
         indexed = restarted.indexes.indexed(CHANNEL)
         assert 200 < indexed < 3_000  # the newest that fit, plus what the search pulled in
+
+
+def test_a_large_index_pulls_at_most_its_few_older_matches(tmp_path: Path) -> None:
+    # 20 old messages hold "vault"; the index holds only the newest part. A large index asks
+    # the store for its best few older matches; a small one for all it can use.
+    with stored(tmp_path) as record:
+        writer = engine(record)
+        for n in range(3_000):
+            text = f"vault note {n}" if n < 20 else f"status update {n}: builds green"
+            writer.handle(message(ts(n), text, user="U1"))
+    pulled: dict[int, int] = {}
+    for large in (100, 10**6):
+        with stored(tmp_path) as record:
+            indexes = StoreIndexes(
+                record, max_bytes=2**19, held=lambda _channel: [], names=lambda: NAMES,
+                older=3, large=large,
+            )  # fmt: skip
+            scope = indexes.scope(CHANNEL, wait=30.0)
+            held = len(scope.index)
+            assert 100 < held < 3_000  # the newest part (over ``large`` in the first round)
+            with scope.index.lock:
+                scope.prepare("vault", NAMES)
+                pulled[large] = len(scope.index) - held
+    assert pulled == {100: 3, 10**6: 20}
 
 
 def test_an_edit_and_a_deletion_older_than_the_history_reach_the_index(tmp_path: Path) -> None:
