@@ -62,6 +62,9 @@ class Applier(EventApplier[_Row]):
         self._chan_shards: set[tuple[int, int]] = set()  # (channel, shard) rows known written
         self._codes: dict[int, str] = {}  # channel id -> its term code (see _fts)
         self.touched: set[int] = set()  # channels named since take_touched (search's row cache)
+        # A channel's rows were deleted since take_rows_removed: their row ids may come back
+        # for other messages, so what search remembers of any row's ts is stale.
+        self.rows_removed = False
 
     def forget_cache(self) -> None:
         """Drop the caches (after a rollback they may name rows that are gone)."""
@@ -69,6 +72,7 @@ class Applier(EventApplier[_Row]):
         self._shards = None
         self._chan_shards.clear()
         self._codes.clear()
+        self.rows_removed = False
 
     def shards(self) -> set[int]:
         """The shards that exist (read once, then kept in step by :meth:`index`)."""
@@ -90,6 +94,11 @@ class Applier(EventApplier[_Row]):
         """The channels named since the last call (every write to a channel names it here)."""
         touched, self.touched = self.touched, set()
         return touched
+
+    def take_rows_removed(self) -> bool:
+        """Whether rows were deleted since the last call (an erased channel's)."""
+        removed, self.rows_removed = self.rows_removed, False
+        return removed
 
     # -- channels -----------------------------------------------------------------------------
 
@@ -210,6 +219,7 @@ class Applier(EventApplier[_Row]):
 
     def _forget_channel(self, team: str, channel: str, result: WriteResult) -> None:
         chan, erased_through = self.channel(team, channel)
+        self.rows_removed = True
         newest = self.db.execute(
             "SELECT max(ts_key) FROM messages WHERE chan = ?", (chan,)
         ).fetchone()[0]

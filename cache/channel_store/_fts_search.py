@@ -31,13 +31,15 @@ rare words it holds.
 
 *Remembered.* Reading a common term's 2,000 row ids and their ts was most of a search's
 candidates (6-14 ms at 1,000,000 messages), and the same words come back in question after
-question (a service's name). :class:`RowCache` keeps each term's row ids, the ts of the rows
-read, and the channel's shards, tagged with the channel's write generation (bumped by the
-store after every transaction that named the channel) and the store's epoch (bumped by a
-purge, a size cut, or, for a read-only store, any commit another connection made, which
-``PRAGMA data_version`` tells): an entry whose tags moved is read again. Tags are taken before
-the read, so a write that lands during it leaves the entry stale-tagged, never stale and
-trusted.
+question (a service's name). :class:`RowCache` keeps each term's row ids and the channel's
+shards, tagged with the channel's write generation (bumped by the store after every
+transaction that named the channel) and the store's epoch (bumped by a purge, a size cut, an
+erased channel, or, for a read-only store, any commit another connection made, which
+``PRAGMA data_version`` tells): an entry whose tags moved is read again. The ts of the rows
+read are tagged with the epoch alone: a row keeps its ts until it is deleted, and only
+deletions (which free row ids for other messages) move the epoch, so a busy channel's writes
+do not make every ts be read again. Tags are taken before the read, so a write that lands
+during it leaves the entry stale-tagged, never stale and trusted.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ class RowCache:
         self._epoch = 0
         self._generations: dict[int, int] = {}
         self._terms: OrderedDict[tuple[int, str], tuple[Tags, array[int]]] = OrderedDict()
-        self._ts: dict[int, tuple[Tags, int, Stamp]] = {}  # row -> (tags, its channel, ts)
+        self._ts: dict[int, tuple[int, int, Stamp]] = {}  # row -> (epoch, its channel, ts)
         self._shards: dict[int, tuple[Tags, list[int]]] = {}
 
     def tags(self, chan: int) -> Tags:
@@ -136,13 +138,15 @@ class RowCache:
     ) -> dict[int, Stamp]:
         """The ts (and sort key) of those of ``rows`` that are ``chan``'s messages; the rest
         read."""
-        tags = self.tags(chan)
+        # A row's ts never changes while its id is its own: only the epoch (rows deleted, ids
+        # free again) makes what is remembered stale, not a write to the channel.
+        epoch = self._epoch
         out: dict[int, Stamp] = {}
         missing: list[int] = []
         known = self._ts
         for row in rows:
             found = known.get(row)
-            if found is not None and found[0] == tags and found[1] == chan:
+            if found is not None and found[0] == epoch and found[1] == chan:
                 out[row] = found[2]
             else:
                 missing.append(row)
@@ -153,7 +157,7 @@ class RowCache:
                 if len(known) + len(fresh) > _TS_KEPT:
                     known.clear()
                 for row, stamp in fresh.items():
-                    known[row] = (tags, chan, stamp)
+                    known[row] = (epoch, chan, stamp)
         return out
 
 

@@ -200,6 +200,8 @@ class SqliteChannelStore(Reads):
                     raise self._translated(error) from None
                 raise
             self.row_cache.wrote(self._applier.take_touched())  # search's row ids go stale
+            if self._applier.take_rows_removed():  # and, row ids freed, the rows' ts too
+                self.row_cache.wrote_all()
             if marked:
                 self._committed(inline)
             if result.erased and self._clock() - self._last_erase >= self._erase_interval:

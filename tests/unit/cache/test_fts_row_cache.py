@@ -149,3 +149,20 @@ def _fresh_one(path: Path, channel: str) -> object:
         return reader.search_candidates(T, channel, ["deploy", "number"], 5)
     finally:
         reader.close()
+
+
+def test_row_ids_an_erased_channel_freed_are_read_again_when_reused(tmp_path: Path) -> None:
+    # Rows' ts are remembered across writes (a row keeps its ts), but erasing a channel frees
+    # its row ids, and the next messages get them: their ts must be read anew.
+    store = SqliteChannelStore(tmp_path)
+    rows = [plain_message_row(ts(n), "U1", f"deploy number {n}") for n in range(CAP + 50)]
+    post_rows(store, T, "C1", rows)
+    before = store.search_candidates(T, "C1", ["deploy", "number"], 5)
+    assert before == _fresh_one(tmp_path, "C1")
+    store.write([ChannelForgotten(T, "C1")])
+    later = [plain_message_row(ts(10_000 + n), "U1", f"deploy number {n}") for n in range(CAP + 50)]
+    post_rows(store, T, "C1", later)
+    after = store.search_candidates(T, "C1", ["deploy", "number"], 5)
+    assert after == _fresh_one(tmp_path, "C1")
+    assert all(c.ts >= ts(10_000) for c in after)
+    store.close()
