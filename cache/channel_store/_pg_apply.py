@@ -38,7 +38,7 @@ _UPSERT = (
     "ON CONFLICT (chan, ts_key) DO UPDATE SET ts = excluded.ts, thread_key = excluded.thread_key, "
     "thread_ts = excluded.thread_ts, user_id = excluded.user_id, text = excluded.text, "
     "reply_count = excluded.reply_count, flags = excluded.flags, more = excluded.more, "
-    "version = excluded.version, deleted = excluded.deleted, doc = excluded.doc"
+    "version = excluded.version, deleted = excluded.deleted, doc = excluded.doc, seq = excluded.seq"
 )
 
 _COPY_FROM = 200
@@ -47,13 +47,14 @@ _COPY = (
     "more, version, deleted, doc) FROM STDIN"
 )
 _FROM_INCOMING = (
-    "INSERT INTO messages SELECT chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
+    "INSERT INTO messages (chan, ts_key, ts, thread_key, thread_ts, user_id, text, reply_count, "
+    "flags, more, version, deleted, doc) SELECT chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
     "reply_count, flags, more, version, deleted, CASE WHEN deleted THEN NULL ELSE "
     f"to_tsvector('{TS_CONFIG}', doc) END FROM incoming "
     "ON CONFLICT (chan, ts_key) DO UPDATE SET ts = excluded.ts, thread_key = excluded.thread_key, "
     "thread_ts = excluded.thread_ts, user_id = excluded.user_id, text = excluded.text, "
     "reply_count = excluded.reply_count, flags = excluded.flags, more = excluded.more, "
-    "version = excluded.version, deleted = excluded.deleted, doc = excluded.doc"
+    "version = excluded.version, deleted = excluded.deleted, doc = excluded.doc, seq = excluded.seq"
 )
 
 

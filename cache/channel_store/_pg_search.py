@@ -40,7 +40,22 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from chanctx.cache.channel_store._pg_schema import TS_CONFIG
+from chanctx.cache.channel_store._pg_search_cache import (
+    Fill,
+    Keyed,
+    Need,
+    Pieces,
+    Read,
+    SearchCache,
+    Version,
+    fill_rows,
+    member,
+    pair_key,
+    scored,
+)
 from chanctx.cache.channel_store._pg_sizes import ChannelSizes
 from chanctx.cache.channel_store._records import Candidate
 from psycopg.rows import TupleRow
@@ -59,14 +74,22 @@ _PHRASE = "%s::tsquery"
 _KNOWN_TERMS = 10_000  # tsqueries remembered (the words people ask about repeat)
 
 Query = Callable[[str, Sequence[Any]], list[TupleRow]]
+Keys = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)
 class _Sample:
     rows: int  # messages in the sample (fewer than SAMPLE: the whole channel)
     mean_length: float  # lexemes a message
-    hits: list[int]  # per term
-    pairs: dict[tuple[int, int], int]  # per pair of terms (i < j)
+    keys: list[frozenset[int]]  # per term: the sample's messages holding it
+
+    @property
+    def hits(self) -> list[int]:
+        return [len(k) for k in self.keys]
+
+    def pair(self, i: int, j: int) -> int:
+        """Sample messages holding both terms (``doc @@ (a && b)``: both phrases match)."""
+        return len(self.keys[i] & self.keys[j])
 
 
 @dataclass(slots=True)
@@ -77,23 +100,57 @@ class _Plan:
     rare: list[int]  # terms counted exactly on the rows read
     weights: list[float]  # the estimated IDF of each term (used for the common ones)
     size: int  # live messages in the channel
-    drive: list[str] = field(default_factory=list)  # tsquery parts OR-ed: every row read
-    drive_args: list[str] = field(default_factory=list)
-    fill: list[str] = field(default_factory=list)  # common terms: their newest rows
+    limit: int
+    pairs: list[tuple[int, int]] = field(default_factory=list)  # common pairs read whole
+    common: list[int] = field(default_factory=list)  # terms whose newest rows fill in
     fill_scan: int = 0  # the newest messages the fill looks at, at most
     before: int | None = None  # only rows older than this key are offered
 
+    @property
+    def drive(self) -> list[str]:
+        """The tsquery parts OR-ed to find every row read whole."""
+        return [_PHRASE for _ in self.rare] + [f"({_PHRASE} && {_PHRASE})" for _ in self.pairs]
+
+    @property
+    def drive_args(self) -> list[str]:
+        return [self.phrases[n] for n in self.rare] + [
+            self.phrases[k] for pair in self.pairs for k in pair
+        ]
+
+    @property
+    def fill(self) -> list[str]:
+        return [self.phrases[n] for n in self.common]
+
+
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """The rows a search reads, ascending by key, and their matches (terms x rows)."""
+
+    keys: Keys
+    lengths: Keys
+    matches: npt.NDArray[np.bool_]
+
+
+_EMPTY: Keys = np.zeros(0, dtype=np.int64)
+
 
 class PgSearch:
-    """The search half of the PostgreSQL store's reads: ``query`` runs one statement."""
+    """The search half of the PostgreSQL store's reads: ``query`` runs one statement;
+    ``cache`` keeps what searches read (None: every search reads everything anew)."""
 
     def __init__(
-        self, query: Query, clock: Callable[[], float] = time.monotonic, *, large: int = LARGE
+        self,
+        query: Query,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        large: int = LARGE,
+        cache: SearchCache | None = None,
     ) -> None:
         self._query = query
         self._large = large
         self._sizes = ChannelSizes(query, clock)
         self._known: dict[str, str] = {}  # term -> its tsquery as text ("" for stop words)
+        self.cache = cache
 
     def candidates(
         self, chan: int, terms: Sequence[str], limit: int, *, before: int | None = None
@@ -103,9 +160,69 @@ class PgSearch:
         phrases = self._tsqueries(terms)
         if not phrases:
             return []
-        sample = self._sample(chan, phrases)
-        if sample.rows == 0:
+        if self.cache is None:
+            sample = self._sample(chan, phrases)
+            plan = self._plan(chan, phrases, sample, limit, before)
+            return [] if plan is None else self._scored(chan, plan, _mean(sample), plan.limit)
+        return self._remembered(self.cache, chan, phrases, limit, before)
+
+    def _remembered(
+        self, cache: SearchCache, chan: int, phrases: list[str], limit: int, before: int | None
+    ) -> list[Candidate]:
+        """``candidates`` from what was read before at the channel's version, reading what is
+        missing (``_pg_search_cache``). A channel whose version moved since its last search
+        (an ingest-heavy one moves every commit) is searched by the statement, as with no
+        cache, its version read in the sample's statement: it costs what it did."""
+        pieces = cache.get(chan)
+        sample: _Sample | None = None
+        if pieces is None or pieces.moving:
+            row = self._query(*sample_statement(chan, phrases, version=True))[0]
+            version = _version(row[0], row[1])
+            sample = sample_of(row[2:], len(phrases))
+            if pieces is None or pieces.version != version:
+                pieces = cache.start(chan, version, moving=pieces is not None)
+            else:
+                pieces.moving = False  # still at the version it moved to: keep reads now
+        else:
+            version = _version(*self._query(VERSION, [chan])[0])
+            if version != pieces.version:
+                pieces = cache.start(chan, version, moving=True)
+        with cache.lock:
+            if sample is None:
+                sample = _kept_sample(pieces, phrases)
+        if sample is None:
+            sample = self._sample(chan, phrases)
+        with cache.lock:
+            pieces.sample = (sample.rows, sample.mean_length)
+            pieces.hits.update(zip(phrases, sample.keys, strict=True))
+        plan = self._plan(chan, phrases, sample, limit, before)
+        if plan is None:
             return []
+        if pieces.moving:
+            return self._scored(chan, plan, _mean(sample), plan.limit)
+        with cache.lock:
+            rows, need = _assembled(pieces, plan)
+        if need:
+            found = self._query(*_parts_statement(chan, plan, need))
+            with cache.lock:
+                _keep(pieces, plan, need, found)
+                rows, need = _assembled(pieces, plan)
+            cache.trim(chan, pieces)
+        if rows is None or need:  # more than DRIVE rows read whole: the statement decides
+            return self._scored(chan, plan, _mean(sample), plan.limit)
+        with cache.lock:
+            ts = pieces.ts
+        return scored(
+            rows.keys, rows.lengths, rows.matches, plan.rare, plan.weights, plan.size,
+            _mean(sample), plan.limit, plan.before, ts,
+        )  # fmt: skip
+
+    def _plan(
+        self, chan: int, phrases: list[str], sample: _Sample, limit: int, before: int | None
+    ) -> _Plan | None:
+        """What to read for ``phrases`` (the module docstring's steps 1-2); None: nothing."""
+        if sample.rows == 0:
+            return None
         size = sample.rows if sample.rows < SAMPLE else self._sizes.size(chan)
         if before is not None and size > self._large:
             limit = min(limit, OLDER)  # each answer would pull its older matches anew
@@ -119,22 +236,20 @@ class PgSearch:
             if sample.rows < SAMPLE or budget + estimate[n] <= DRIVE:
                 whole.append(n)
                 budget += estimate[n]
-        plan = _Plan(phrases, whole, [idf(size, e) for e in estimate], size, before=before)
-        plan.drive = [_PHRASE for _ in whole]
-        plan.drive_args = [phrases[n] for n in whole]
+        weights = [idf(size, e) for e in estimate]
+        plan = _Plan(phrases, whole, weights, size, limit, before=before)
         common = [n for n in range(len(phrases)) if n not in whole]
-        for i, j in sorted(combinations(common, 2), key=lambda p: sample.pairs[p]):
-            joint = sample.pairs[(i, j)] * scale
+        for i, j in sorted(combinations(common, 2), key=lambda p: sample.pair(*p)):
+            joint = sample.pair(i, j) * scale
             if budget + joint > DRIVE:
                 break
-            plan.drive.append(f"({_PHRASE} && {_PHRASE})")
-            plan.drive_args += [phrases[i], phrases[j]]
+            plan.pairs.append((i, j))
             budget += joint
         if common:  # the newest messages holding a common term take what is left
-            plan.fill = [phrases[n] for n in common]
+            plan.common = common
             share = max(sample.hits[n] for n in common) / sample.rows
             plan.fill_scan = min(FILL_SCAN, max(4 * limit, int(2 * limit / max(share, 1e-9))))
-        return self._scored(chan, plan, max(sample.mean_length, 1.0), limit)
+        return plan
 
     def _scored(self, chan: int, plan: _Plan, mean_length: float, limit: int) -> list[Candidate]:
         """One statement: read the rows the plan names (at most DRIVE, and ``limit`` more of
@@ -202,23 +317,168 @@ class PgSearch:
             self._known.update(zip(unknown, (str(q) for q in row), strict=True))
         return list(dict.fromkeys(q for q in (self._known[t] for t in wanted) if q))
 
-    def _sample(self, chan: int, phrases: list[str]) -> _Sample:
-        """Every term and pair of terms tested on the channel's newest SAMPLE messages."""
-        pairs = list(combinations(range(len(phrases)), 2))
-        singles = ", ".join(f"count(*) FILTER (WHERE doc @@ {_PHRASE})" for _ in phrases)
-        both = "".join(f", count(*) FILTER (WHERE doc @@ ({_PHRASE} && {_PHRASE}))" for _ in pairs)
-        row = self._query(
-            f"SELECT count(*), avg(length(doc)), {singles}{both} FROM (SELECT doc FROM messages "
-            f"WHERE chan = %s AND doc IS NOT NULL ORDER BY ts_key DESC LIMIT {SAMPLE}) s",
-            [*phrases, *[p for i, j in pairs for p in (phrases[i], phrases[j])], chan],
-        )[0]
-        k = len(phrases)
-        return _Sample(
-            rows=int(row[0]),
-            mean_length=float(row[1] or 0.0),
-            hits=[int(h) for h in row[2 : 2 + k]],
-            pairs={p: int(h) for p, h in zip(pairs, row[2 + k :], strict=True)},
+    def _sample(self, chan: int, phrases: Sequence[str]) -> _Sample:
+        """Every term tested on the channel's newest SAMPLE messages (the keys that hold it:
+        a pair's count is the two sets' intersection)."""
+        return sample_of(self._query(*sample_statement(chan, phrases))[0], len(phrases))
+
+
+def sample_statement(
+    chan: int, phrases: Sequence[str], version: bool = False
+) -> tuple[str, list[Any]]:
+    """The sample's statement; ``version``: the channel's search version first, read in the
+    same snapshot (``_pg_search_cache``)."""
+    keys = "".join(f", array_agg(ts_key) FILTER (WHERE doc @@ {_PHRASE})" for _ in phrases)
+    head = f"{VERSION_COLUMNS}, " if version else ""
+    sql = (
+        f"SELECT {head}count(*), avg(length(doc)){keys} FROM (SELECT ts_key, doc FROM messages "
+        f"WHERE chan = %s AND doc IS NOT NULL ORDER BY ts_key DESC LIMIT {SAMPLE}) s"
+    )
+    return sql, [*([chan] if version else []), *phrases, chan]
+
+
+def sample_of(row: Sequence[Any], terms: int) -> _Sample:
+    return _Sample(
+        rows=int(row[0]),
+        mean_length=float(row[1] or 0.0),
+        keys=[frozenset(k or ()) for k in row[2 : 2 + terms]],
+    )
+
+
+def _mean(sample: _Sample) -> float:
+    return max(sample.mean_length, 1.0)
+
+
+VERSION_COLUMNS = (
+    "(SELECT max(seq) FROM messages WHERE chan = %s), (SELECT removed FROM schema_version)"
+)
+VERSION = f"SELECT {VERSION_COLUMNS}"
+
+
+def _version(seq: int | None, removed: int) -> Version:
+    return (-1 if seq is None else int(seq), int(removed))
+
+
+def _kept_sample(pieces: Pieces, phrases: Sequence[str]) -> _Sample | None:
+    if pieces.sample is None or any(p not in pieces.hits for p in phrases):
+        return None
+    rows, mean = pieces.sample
+    return _Sample(rows, mean, [pieces.hits[p] for p in phrases])
+
+
+def _assembled(pieces: Pieces, plan: _Plan) -> tuple[_Rows | None, Need]:
+    """The rows the statement would read for ``plan``, with their matches, from ``pieces``;
+    or what is missing. (None, empty): more than DRIVE rows, which only the statement cuts."""
+    phrases, before, need = plan.phrases, plan.before, Need()
+    whole: dict[int, Keyed] = {}
+    drive: list[Keyed] = []
+    for n in plan.rare:
+        every = pieces.whole.get(phrases[n])
+        if every is None:
+            need.whole.append(n)
+        else:
+            whole[n] = drive_part = every
+            drive.append(drive_part)
+    for pair in plan.pairs:
+        both = pieces.pairs.get(pair_key(phrases, pair))
+        if both is None:
+            need.pairs.append(pair)
+        else:
+            drive.append(both)
+    keys, where = np.unique(np.concatenate([d.keys for d in drive] or [_EMPTY]), return_index=True)
+    lengths = np.concatenate([d.lengths for d in drive] or [_EMPTY])[where]
+    if len(keys) > DRIVE:
+        return None, Need()
+    fill = _EMPTY
+    if plan.common:
+        found = fill_rows(pieces, phrases, plan.common, plan.fill_scan, plan.limit, before)
+        need.fill = found is None
+        fill = np.array(sorted(k for _, k in found or ()), dtype=np.int64)
+        extra = np.setdiff1d(fill, keys, assume_unique=True)
+        keys = np.concatenate([keys, extra])
+        more = [pieces.lengths[k] for k in extra.tolist()]
+        lengths = np.concatenate([lengths, np.array(more, dtype=np.int64)])
+    in_fill = member(keys, fill)
+    matches = np.zeros((len(phrases), len(keys)), dtype=np.bool_)
+    unknown = np.zeros(len(keys), dtype=np.bool_)
+    for n, phrase in enumerate(phrases):
+        if n in whole:
+            matches[n] = member(keys, whole[n].keys)
+        elif n not in plan.rare:  # a common term: the fill's rows are all within its fill
+            known, holds = pieces.matches(phrase, keys, before)
+            if n in plan.common and len(fill):
+                kept = pieces.fills[(before, phrase)].keys
+                known = known | in_fill
+                holds = np.where(in_fill, member(keys, kept), holds)
+            matches[n] = holds
+            unknown |= ~known
+    need.flags = keys[unknown]
+    return _Rows(keys, lengths, matches), need
+
+
+def _parts_statement(chan: int, plan: _Plan, need: Need) -> tuple[str, list[Any]]:
+    """One statement reading what ``need`` names: the rows of the terms and pairs read whole
+    (at most DRIVE + 1: more tells the cap was passed), the fill, the matches of known rows."""
+    phrases = plan.phrases
+    columns = "ts_key, ts, length(doc), " + ", ".join(
+        f"coalesce(doc @@ {_PHRASE}, false)" for _ in phrases
+    )
+    parts: list[str] = []
+    args: list[Any] = []
+    if need.whole or need.pairs:
+        drive = [_PHRASE for _ in need.whole] + [f"({_PHRASE} && {_PHRASE})" for _ in need.pairs]
+        parts.append(
+            f"(SELECT 0, 0::bigint, {columns} FROM messages WHERE chan = %s "
+            f"AND doc @@ ({' || '.join(drive)}) LIMIT {DRIVE + 1})"
         )
+        args += [*phrases, chan, *(phrases[n] for n in need.whole)]
+        args += [phrases[k] for pair in need.pairs for k in pair]
+    if need.fill:  # the statement's fill, with each row's position in the backward scan
+        older = "" if plan.before is None else " AND ts_key < %s"
+        parts.append(
+            f"(SELECT 1, pos, {columns} FROM (SELECT row_number() OVER (ORDER BY ts_key DESC) "
+            f"AS pos, ts_key, ts, doc FROM messages WHERE chan = %s{older} ORDER BY ts_key DESC "
+            f"LIMIT {int(plan.fill_scan)}) newest WHERE doc @@ "
+            f"({' || '.join(_PHRASE for _ in plan.common)}) LIMIT {int(plan.limit)})"
+        )
+        args += [*phrases, chan, *([] if plan.before is None else [plan.before]), *plan.fill]
+    if len(need.flags):
+        parts.append(
+            f"(SELECT 2, 0::bigint, {columns} FROM messages WHERE chan = %s AND ts_key = ANY(%s))"
+        )
+        args += [*phrases, chan, need.flags.tolist()]
+    return " UNION ALL ".join(parts), args
+
+
+def _keep(pieces: Pieces, plan: _Plan, need: Need, found: Sequence[TupleRow]) -> None:
+    """What the parts statement read, kept in ``pieces`` (the cache's lock held)."""
+    phrases, k = plan.phrases, len(plan.phrases)
+    parts: dict[int, list[TupleRow]] = {0: [], 1: [], 2: []}
+    for row in found:
+        parts[int(row[0])].append(row)
+    pieces.keep(phrases, Read.of([r[2:] for r in found], k))
+    drive = Read.of([r[2:] for r in parts[0]], k)
+    if len(drive.keys) <= DRIVE:  # else cut: incomplete, never kept
+        for n in need.whole:
+            pieces.whole[phrases[n]] = drive.only(drive.matches[n])
+        for i, j in need.pairs:
+            pieces.pairs[pair_key(phrases, (i, j))] = drive.only(
+                drive.matches[i] & drive.matches[j]
+            )
+        pieces.held += len(drive.keys) * (len(need.whole) + len(need.pairs))
+    if need.fill:
+        fill = [(int(r[1]), int(r[2]), r[5:]) for r in parts[1]]
+        full = len(fill) >= plan.limit
+        reach = fill[-1][0] if full else plan.fill_scan
+        reach_key = fill[-1][1] if fill else None
+        for n in plan.common:
+            have = pieces.fills.get((plan.before, phrases[n]))
+            if have is not None and have.reach >= reach:
+                continue
+            matches = [(p, key) for p, key, m in fill if m[n]]
+            keys = np.array(sorted(key for _, key in matches), dtype=np.int64)
+            pieces.fills[(plan.before, phrases[n])] = Fill(matches, keys, reach, reach_key)
+            pieces.held += len(matches)
 
 
 def idf(size: int, df: float) -> float:

@@ -52,6 +52,9 @@ log = logging.getLogger("chanctx.cache.channel_store")
 _FRESH = 0.25  # seconds a connection that just ran a statement is trusted without a check
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _TEAM_LOCKS = 0x63637332  # the advisory lock space of per-team write locks
+# A purge or size cut removed rows: an erase pass is due, and searches read again (``_pg_schema``).
+# The last statement of those transactions, as the flag alone was before: no new lock order.
+_REMOVED = "UPDATE schema_version SET erase_pending = true, removed = removed + 1"
 
 
 class PostgresChannelStore(PgReads):
@@ -262,8 +265,8 @@ class PostgresChannelStore(PgReads):
             with self._connection() as conn, conn.transaction():
                 conn.execute("DELETE FROM pins WHERE ts_key < %s", (horizon,))
                 gone = conn.execute("DELETE FROM messages WHERE ts_key < %s", (horizon,)).rowcount
-                if gone:
-                    conn.execute("UPDATE schema_version SET erase_pending = true")
+                if gone:  # ``removed``: every replica's remembered search reads go stale
+                    conn.execute(_REMOVED)
         except psycopg.Error as error:
             raise translated(error, self.where) from None
         if gone:
@@ -291,7 +294,7 @@ class PostgresChannelStore(PgReads):
                         "FROM messages ORDER BY ts_key LIMIT %s)",
                         (max(count - keep, 1),),
                     ).rowcount
-                    conn.execute("UPDATE schema_version SET erase_pending = true")
+                    conn.execute(_REMOVED)
             except psycopg.Error as error:
                 raise translated(error, self.where) from None
             total += gone

@@ -1,0 +1,255 @@
+"""What ``search_candidates`` on PostgreSQL read before, kept per channel and per term while
+the channel's search version holds, and the answer computed from it as the database would.
+
+A search's statements (``_pg_search``) read, for its terms: each term's matches among the
+channel's newest messages (the frequency sample), the whole matching rows of its rare terms,
+the rows holding both of some pair of common terms, and the newest rows holding a common term
+(the fill). Each of those is a fact about one term (or one pair) and the channel, not about
+the question, and the words people ask about recur across questions even when the questions do
+not: a service's name, "deploy", "timeout". So each is kept on its own (:class:`Pieces`), with
+the rows read (ts, length) and each row's matches of the terms asked with it, and a question
+made of known words is answered here with no statement but the version read: the same rows,
+counted, weighted and scored with the statement's float arithmetic in the statement's order,
+so the answer is the one the statement gives (tested against a store that keeps nothing).
+
+A question that needs something not kept reads only that (:func:`needs` names it; one
+statement), then is answered here. Anything it cannot rebuild exactly (the rare terms' rows
+beyond the statement's ``DRIVE`` cap, which the statement would cut arbitrarily) goes to the
+statement.
+
+*Versions.* Everything kept for a channel holds for one version: ``(max(seq), removed)``
+(``_pg_schema``), read before any of it was read, so a write committed during a read leaves it
+under a version no search will see again. Another replica's write moves the version in the
+database, so it is seen by the next search everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+from chanctx.cache.channel_store._records import Candidate
+
+__all__ = [
+    "CHANNELS",
+    "HELD",
+    "Fill",
+    "Keyed",
+    "Need",
+    "Pieces",
+    "Read",
+    "SearchCache",
+    "fill_rows",
+    "member",
+    "pair_key",
+    "scored",
+]
+
+CHANNELS = 64  # channels whose reads are kept, least recently searched out first
+HELD = 4_000_000  # keys kept for one channel, at most (8 bytes each; then it starts over)
+_K1, _B = 1.2, 0.4
+
+Version = tuple[int, int]  # (the channel's max(seq), or -1; the store's removed count)
+Keys = npt.NDArray[np.int64]
+Bools = npt.NDArray[np.bool_]
+_NONE: Keys = np.zeros(0, dtype=np.int64)
+
+
+def member(keys: Keys, among: Keys) -> Bools:
+    """Whether each of ``keys`` is in ``among`` (ascending): a binary search each, no sort."""
+    if not len(among):
+        return np.zeros(len(keys), dtype=np.bool_)
+    at = np.minimum(np.searchsorted(among, keys), len(among) - 1)
+    found: Bools = among[at] == keys
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Keyed:
+    """Rows by key, ascending, with their lexeme counts."""
+
+    keys: Keys
+    lengths: Keys
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """Rows a statement read: keys, ts, lexemes, and whether each holds each term asked
+    (``matches[n]`` for term n)."""
+
+    keys: Keys
+    ts: list[str]
+    lengths: Keys
+    matches: Bools  # terms x rows
+
+    @staticmethod
+    def of(rows: Sequence[Sequence[object]], terms: int) -> Read:
+        """From rows of (key, ts, lexemes, match of term 0, term 1, ...)."""
+        keys = np.array([r[0] for r in rows], dtype=np.int64)
+        lengths = np.array([r[2] or 0 for r in rows], dtype=np.int64)
+        matches = np.array([r[3:] for r in rows], dtype=np.bool_).reshape(len(rows), terms)
+        return Read(keys, [str(r[1]) for r in rows], lengths, matches.T)
+
+    def only(self, keep: Bools) -> Keyed:
+        order = np.argsort(self.keys[keep], kind="stable")
+        return Keyed(self.keys[keep][order], self.lengths[keep][order])
+
+
+@dataclass(slots=True)
+class Fill:
+    """One common term's newest matches older than some ``before`` (positions count every
+    row older than it, newest 1): every match at a position up to ``reach`` is here, and every
+    match at a key from ``reach_key`` (None: no key known) up to ``before``."""
+
+    matches: list[tuple[int, int]]  # (position, ts key), newest first
+    keys: Keys  # ascending
+    reach: int
+    reach_key: int | None
+
+
+@dataclass(slots=True)
+class Pieces:
+    """The reads of one channel at one version."""
+
+    version: Version
+    moving: bool = False  # the version differed from the one before: read, do not keep rows
+    sample: tuple[int, float] | None = None  # (rows, mean lexemes) of the frequency sample
+    hits: dict[str, frozenset[int]] = field(default_factory=dict)  # term -> sample keys
+    ts: dict[int, str] = field(default_factory=dict)  # key -> ts of every row read
+    lengths: dict[int, int] = field(default_factory=dict)
+    known: dict[str, tuple[Keys, Keys]] = field(default_factory=dict)  # (asked, matching)
+    whole: dict[str, Keyed] = field(default_factory=dict)  # term -> every matching row
+    pairs: dict[tuple[str, str], Keyed] = field(default_factory=dict)
+    fills: dict[tuple[int | None, str], Fill] = field(default_factory=dict)
+    held: int = 0
+
+    def matches(self, term: str, keys: Keys, before: int | None) -> tuple[Bools, Bools]:
+        """(known, holds): for each of ``keys``, whether something read tells if the row
+        holds ``term``, and whether it does."""
+        every = self.whole.get(term)
+        if every is not None:
+            return np.ones(len(keys), dtype=np.bool_), member(keys, every.keys)
+        asked, holding = self.known.get(term, (_NONE, _NONE))
+        known, holds = member(keys, asked), member(keys, holding)
+        fill = self.fills.get((before, term))
+        if fill is not None and fill.reach_key is not None:
+            inside = keys >= fill.reach_key
+            if before is not None:
+                inside &= keys < before
+            known |= inside
+            holds |= inside & member(keys, fill.keys)
+        return known, holds
+
+    def keep(self, terms: Sequence[str], read: Read) -> None:
+        """What a statement read about ``terms`` for those rows."""
+        self.ts.update(zip(read.keys.tolist(), read.ts, strict=True))
+        self.lengths.update(zip(read.keys.tolist(), read.lengths.tolist(), strict=True))
+        for n, term in enumerate(terms):
+            asked, holding = self.known.get(term, (_NONE, _NONE))
+            asked = np.union1d(asked, read.keys)
+            holding = np.union1d(holding, read.keys[read.matches[n]])
+            self.known[term] = (asked, holding)
+        self.held += len(read.keys) * (len(terms) + 2)
+
+
+class SearchCache:
+    """:class:`Pieces` by channel, least recently searched out first. Thread-safe: the store's
+    searches run on many threads; one channel's pieces are changed under the lock only."""
+
+    def __init__(self, channels: int = CHANNELS, held: int = HELD) -> None:
+        self.lock = threading.Lock()
+        self._channels = channels
+        self._held = held
+        self._pieces: OrderedDict[int, Pieces] = OrderedDict()
+
+    def get(self, chan: int) -> Pieces | None:
+        with self.lock:
+            found = self._pieces.get(chan)
+            if found is not None:
+                self._pieces.move_to_end(chan)
+            return found
+
+    def start(self, chan: int, version: Version, *, moving: bool) -> Pieces:
+        """Fresh pieces for ``chan`` at ``version`` (what was kept at another is dropped)."""
+        pieces = Pieces(version, moving=moving)
+        with self.lock:
+            self._pieces[chan] = pieces
+            self._pieces.move_to_end(chan)
+            while len(self._pieces) > self._channels:
+                self._pieces.popitem(last=False)
+        return pieces
+
+    def trim(self, chan: int, pieces: Pieces) -> None:
+        """Start the channel over when its pieces outgrew :data:`HELD`."""
+        if pieces.held > self._held:
+            with self.lock:
+                if self._pieces.get(chan) is pieces:
+                    self._pieces[chan] = Pieces(pieces.version, moving=pieces.moving)
+
+    def __len__(self) -> int:
+        return len(self._pieces)
+
+
+@dataclass(slots=True)
+class Need:
+    """What a search lacks (empty: it can be answered from the pieces)."""
+
+    whole: list[int] = field(default_factory=list)  # terms whose every row to read
+    pairs: list[tuple[int, int]] = field(default_factory=list)  # pairs whose rows to read
+    fill: bool = False  # the common terms' newest rows
+    flags: Keys = field(default_factory=lambda: _NONE)  # rows whose matches to read
+
+    def __bool__(self) -> bool:
+        return bool(self.whole or self.pairs or self.fill or len(self.flags))
+
+
+def pair_key(phrases: Sequence[str], pair: tuple[int, int]) -> tuple[str, str]:
+    a, b = phrases[pair[0]], phrases[pair[1]]
+    return (a, b) if a <= b else (b, a)
+
+
+def fill_rows(
+    pieces: Pieces, phrases: Sequence[str], common: Sequence[int], scan: int, limit: int,
+    before: int | None,
+) -> list[tuple[int, int]] | None:  # fmt: skip
+    """The fill's rows, (position, key) newest first, as the statement's backward scan of
+    ``scan`` rows would find them; None when the kept fills do not reach far enough."""
+    fills = [pieces.fills.get((before, phrases[n])) for n in common]
+    known = [f for f in fills if f is not None]
+    if len(known) < len(fills):
+        return None
+    reach = min(scan, *(f.reach for f in known))
+    found = sorted({m for f in known for m in f.matches if m[0] <= reach})
+    if len(found) < limit and reach < scan:
+        return None
+    return found[:limit]
+
+
+def scored(
+    keys: Keys, lengths: Keys, matches: Bools, rare: Sequence[int], weights: Sequence[float],
+    size: int, mean_length: float, limit: int, before: int | None, ts: dict[int, str],
+) -> list[Candidate]:  # fmt: skip
+    """The statement's answer from the rows it would read (``matches``: terms x rows): the
+    rare terms' weights counted on them, every row's score, the best ``limit`` (ties to the
+    newer). Each operation is the statement's, in its order, on the same doubles (``0.4 *
+    len`` is exact in SQL's numeric: ``2 * len / 5`` rounds it once, as the cast to float8
+    does; ``a * 2.2 / d`` is ``(a * 2.2) / d``)."""
+    w = list(weights)
+    for n in rare:
+        count = int(matches[n].sum())
+        w[n] = math.log(1 + (float(size) - count + 0.5) / (count + 0.5))
+    total = w[0] * matches[0].astype(np.float64)
+    for n in range(1, len(w)):
+        total = total + w[n] * matches[n].astype(np.float64)
+    damp = 1 + _K1 * ((1 - _B) + (2 * lengths) / 5 / mean_length)
+    score = total * (1 + _K1) / damp
+    if before is not None:
+        older = keys < before
+        keys, score = keys[older], score[older]
+    best = np.lexsort((-keys, -score))[:limit]
+    return [Candidate(ts[int(keys[i])], float(score[i])) for i in best]
