@@ -51,6 +51,7 @@ from chanctx.cache.channel_store._pg_search_cache import (
     Read,
     SearchCache,
     Version,
+    enough,
     fill_rows,
     member,
     pair_key,
@@ -101,6 +102,7 @@ class _Plan:
     weights: list[float]  # the estimated IDF of each term (used for the common ones)
     size: int  # live messages in the channel
     limit: int
+    cap: int  # DRIVE: the rows read whole, at most
     pairs: list[tuple[int, int]] = field(default_factory=list)  # common pairs read whole
     common: list[int] = field(default_factory=list)  # terms whose newest rows fill in
     fill_scan: int = 0  # the newest messages the fill looks at, at most
@@ -144,10 +146,16 @@ class PgSearch:
         clock: Callable[[], float] = time.monotonic,
         *,
         large: int = LARGE,
+        sample: int = SAMPLE,
+        drive: int = DRIVE,
         cache: SearchCache | None = None,
     ) -> None:
+        """``large``, ``sample``, ``drive``: :data:`LARGE`, :data:`SAMPLE`, :data:`DRIVE`
+        (smaller in tests, so a small channel takes every path)."""
         self._query = query
         self._large = large
+        self._sample_size = sample
+        self._drive = drive
         self._sizes = ChannelSizes(query, clock)
         self._known: dict[str, str] = {}  # term -> its tsquery as text ("" for stop words)
         self.cache = cache
@@ -176,7 +184,8 @@ class PgSearch:
         pieces = cache.get(chan)
         sample: _Sample | None = None
         if pieces is None or pieces.moving:
-            row = self._query(*sample_statement(chan, phrases, version=True))[0]
+            statement = sample_statement(chan, phrases, self._sample_size, version=True)
+            row = self._query(*statement)[0]
             version = _version(row[0], row[1])
             sample = sample_of(row[2:], len(phrases))
             if pieces is None or pieces.version != version:
@@ -223,7 +232,8 @@ class PgSearch:
         """What to read for ``phrases`` (the module docstring's steps 1-2); None: nothing."""
         if sample.rows == 0:
             return None
-        size = sample.rows if sample.rows < SAMPLE else self._sizes.size(chan)
+        whole_channel = sample.rows < self._sample_size
+        size = sample.rows if whole_channel else self._sizes.size(chan)
         if before is not None and size > self._large:
             limit = min(limit, OLDER)  # each answer would pull its older matches anew
         scale = size / sample.rows
@@ -233,15 +243,15 @@ class PgSearch:
         whole: list[int] = []
         budget = 0.0
         for n in sorted(range(len(phrases)), key=lambda n: estimate[n]):
-            if sample.rows < SAMPLE or budget + estimate[n] <= DRIVE:
+            if whole_channel or budget + estimate[n] <= self._drive:
                 whole.append(n)
                 budget += estimate[n]
         weights = [idf(size, e) for e in estimate]
-        plan = _Plan(phrases, whole, weights, size, limit, before=before)
+        plan = _Plan(phrases, whole, weights, size, limit, self._drive, before=before)
         common = [n for n in range(len(phrases)) if n not in whole]
         for i, j in sorted(combinations(common, 2), key=lambda p: sample.pair(*p)):
             joint = sample.pair(i, j) * scale
-            if budget + joint > DRIVE:
+            if budget + joint > self._drive:
                 break
             plan.pairs.append((i, j))
             budget += joint
@@ -263,7 +273,7 @@ class PgSearch:
         if plan.drive:
             parts.append(
                 f"(SELECT {columns} FROM messages WHERE chan = %s "
-                f"AND doc @@ ({' || '.join(plan.drive)}) LIMIT {DRIVE})"
+                f"AND doc @@ ({' || '.join(plan.drive)}) LIMIT {int(plan.cap)})"
             )
             args += [*plan.phrases, chan, *plan.drive_args]
         if plan.fill:
@@ -320,11 +330,12 @@ class PgSearch:
     def _sample(self, chan: int, phrases: Sequence[str]) -> _Sample:
         """Every term tested on the channel's newest SAMPLE messages (the keys that hold it:
         a pair's count is the two sets' intersection)."""
-        return sample_of(self._query(*sample_statement(chan, phrases))[0], len(phrases))
+        statement = sample_statement(chan, phrases, self._sample_size)
+        return sample_of(self._query(*statement)[0], len(phrases))
 
 
 def sample_statement(
-    chan: int, phrases: Sequence[str], version: bool = False
+    chan: int, phrases: Sequence[str], size: int, version: bool = False
 ) -> tuple[str, list[Any]]:
     """The sample's statement; ``version``: the channel's search version first, read in the
     same snapshot (``_pg_search_cache``)."""
@@ -332,7 +343,7 @@ def sample_statement(
     head = f"{VERSION_COLUMNS}, " if version else ""
     sql = (
         f"SELECT {head}count(*), avg(length(doc)){keys} FROM (SELECT ts_key, doc FROM messages "
-        f"WHERE chan = %s AND doc IS NOT NULL ORDER BY ts_key DESC LIMIT {SAMPLE}) s"
+        f"WHERE chan = %s AND doc IS NOT NULL ORDER BY ts_key DESC LIMIT {int(size)}) s"
     )
     return sql, [*([chan] if version else []), *phrases, chan]
 
@@ -368,116 +379,105 @@ def _kept_sample(pieces: Pieces, phrases: Sequence[str]) -> _Sample | None:
 
 def _assembled(pieces: Pieces, plan: _Plan) -> tuple[_Rows | None, Need]:
     """The rows the statement would read for ``plan``, with their matches, from ``pieces``;
-    or what is missing. (None, empty): more than DRIVE rows, which only the statement cuts."""
+    or what is missing (a term or pair never read whole, or read with other terms than a
+    common one asked now). (None, empty): more than DRIVE rows, which the statement cuts."""
     phrases, before, need = plan.phrases, plan.before, Need()
+    asked = [phrases[n] for n in plan.common]
     whole: dict[int, Keyed] = {}
     drive: list[Keyed] = []
     for n in plan.rare:
         every = pieces.whole.get(phrases[n])
-        if every is None:
+        if every is None or any(t not in every.flags for t in asked):
             need.whole.append(n)
         else:
-            whole[n] = drive_part = every
-            drive.append(drive_part)
+            whole[n] = every
+            drive.append(every)
     for pair in plan.pairs:
         both = pieces.pairs.get(pair_key(phrases, pair))
-        if both is None:
+        if both is None or any(t not in both.flags for t in asked):
             need.pairs.append(pair)
         else:
             drive.append(both)
+    for n in plan.common:
+        if not enough(pieces.fills.get((before, phrases[n])), plan.fill_scan, plan.limit):
+            need.fill.append(n)
+    if need:
+        return None, need
+    fill = fill_rows(pieces, phrases, plan.common, plan.fill_scan, plan.limit, before)
+    if fill is None:
+        return None, Need()
     keys, where = np.unique(np.concatenate([d.keys for d in drive] or [_EMPTY]), return_index=True)
     lengths = np.concatenate([d.lengths for d in drive] or [_EMPTY])[where]
-    if len(keys) > DRIVE:
+    if len(keys) > plan.cap:
         return None, Need()
-    fill = _EMPTY
-    if plan.common:
-        found = fill_rows(pieces, phrases, plan.common, plan.fill_scan, plan.limit, before)
-        need.fill = found is None
-        fill = np.array(sorted(k for _, k in found or ()), dtype=np.int64)
-        extra = np.setdiff1d(fill, keys, assume_unique=True)
-        keys = np.concatenate([keys, extra])
-        more = [pieces.lengths[k] for k in extra.tolist()]
-        lengths = np.concatenate([lengths, np.array(more, dtype=np.int64)])
-    in_fill = member(keys, fill)
+    filled = np.array(sorted(k for _, k in fill), dtype=np.int64)
+    extra = np.setdiff1d(filled, keys, assume_unique=True)
+    keys = np.concatenate([keys, extra])
+    more = [pieces.lengths[k] for k in extra.tolist()]
+    lengths = np.concatenate([lengths, np.array(more, dtype=np.int64)])
     matches = np.zeros((len(phrases), len(keys)), dtype=np.bool_)
-    unknown = np.zeros(len(keys), dtype=np.bool_)
-    for n, phrase in enumerate(phrases):
-        if n in whole:
-            matches[n] = member(keys, whole[n].keys)
-        elif n not in plan.rare:  # a common term: the fill's rows are all within its fill
-            known, holds = pieces.matches(phrase, keys, before)
-            if n in plan.common and len(fill):
-                kept = pieces.fills[(before, phrase)].keys
-                known = known | in_fill
-                holds = np.where(in_fill, member(keys, kept), holds)
-            matches[n] = holds
-            unknown |= ~known
-    need.flags = keys[unknown]
+    for n in whole:
+        matches[n] = member(keys, whole[n].keys)
+    for n in plan.common:  # a drive row holds it if a piece holding the row says so
+        for piece in drive:
+            matches[n] |= member(keys, piece.keys[piece.flags[phrases[n]]])
+        # The fill's rows are within every common term's kept fill.
+        matches[n] |= member(keys, pieces.fills[(before, phrases[n])].keys) & member(keys, filled)
     return _Rows(keys, lengths, matches), need
 
 
 def _parts_statement(chan: int, plan: _Plan, need: Need) -> tuple[str, list[Any]]:
     """One statement reading what ``need`` names: the rows of the terms and pairs read whole
-    (at most DRIVE + 1: more tells the cap was passed), the fill, the matches of known rows."""
+    (at most DRIVE + 1: more tells the cap was passed) and the fill, with every row's matches
+    of every term asked."""
     phrases = plan.phrases
-    columns = "ts_key, ts, length(doc), " + ", ".join(
-        f"coalesce(doc @@ {_PHRASE}, false)" for _ in phrases
-    )
+    columns = "ts_key, ts, length(doc), " + ", ".join(f"doc @@ {_PHRASE}" for _ in phrases)
     parts: list[str] = []
     args: list[Any] = []
     if need.whole or need.pairs:
         drive = [_PHRASE for _ in need.whole] + [f"({_PHRASE} && {_PHRASE})" for _ in need.pairs]
         parts.append(
             f"(SELECT 0, 0::bigint, {columns} FROM messages WHERE chan = %s "
-            f"AND doc @@ ({' || '.join(drive)}) LIMIT {DRIVE + 1})"
+            f"AND doc @@ ({' || '.join(drive)}) LIMIT {int(plan.cap) + 1})"
         )
         args += [*phrases, chan, *(phrases[n] for n in need.whole)]
         args += [phrases[k] for pair in need.pairs for k in pair]
-    if need.fill:  # the statement's fill, with each row's position in the backward scan
-        older = "" if plan.before is None else " AND ts_key < %s"
+    older = "" if plan.before is None else " AND ts_key < %s"
+    for n in need.fill:  # each term's newest matches, with their positions in the scan
         parts.append(
-            f"(SELECT 1, pos, {columns} FROM (SELECT row_number() OVER (ORDER BY ts_key DESC) "
-            f"AS pos, ts_key, ts, doc FROM messages WHERE chan = %s{older} ORDER BY ts_key DESC "
-            f"LIMIT {int(plan.fill_scan)}) newest WHERE doc @@ "
-            f"({' || '.join(_PHRASE for _ in plan.common)}) LIMIT {int(plan.limit)})"
+            f"(SELECT {10 + n}, pos, {columns} FROM (SELECT row_number() OVER (ORDER BY "
+            f"ts_key DESC) AS pos, ts_key, ts, doc FROM messages WHERE chan = %s{older} "
+            f"ORDER BY ts_key DESC LIMIT {int(plan.fill_scan)}) newest WHERE doc @@ {_PHRASE} "
+            f"LIMIT {int(plan.limit)})"
         )
-        args += [*phrases, chan, *([] if plan.before is None else [plan.before]), *plan.fill]
-    if len(need.flags):
-        parts.append(
-            f"(SELECT 2, 0::bigint, {columns} FROM messages WHERE chan = %s AND ts_key = ANY(%s))"
-        )
-        args += [*phrases, chan, need.flags.tolist()]
+        args += [*phrases, chan, *([] if plan.before is None else [plan.before]), phrases[n]]
     return " UNION ALL ".join(parts), args
 
 
 def _keep(pieces: Pieces, plan: _Plan, need: Need, found: Sequence[TupleRow]) -> None:
     """What the parts statement read, kept in ``pieces`` (the cache's lock held)."""
     phrases, k = plan.phrases, len(plan.phrases)
-    parts: dict[int, list[TupleRow]] = {0: [], 1: [], 2: []}
-    for row in found:
-        parts[int(row[0])].append(row)
-    pieces.keep(phrases, Read.of([r[2:] for r in found], k))
-    drive = Read.of([r[2:] for r in parts[0]], k)
-    if len(drive.keys) <= DRIVE:  # else cut: incomplete, never kept
+    drive = Read.of([r[2:] for r in found if r[0] == 0], k)
+    pieces.keep(drive)
+    if len(drive.keys) <= plan.cap:  # else cut: incomplete, never kept
         for n in need.whole:
-            pieces.whole[phrases[n]] = drive.only(drive.matches[n])
-        for i, j in need.pairs:
-            pieces.pairs[pair_key(phrases, (i, j))] = drive.only(
-                drive.matches[i] & drive.matches[j]
-            )
-        pieces.held += len(drive.keys) * (len(need.whole) + len(need.pairs))
-    if need.fill:
-        fill = [(int(r[1]), int(r[2]), r[5:]) for r in parts[1]]
-        full = len(fill) >= plan.limit
-        reach = fill[-1][0] if full else plan.fill_scan
-        reach_key = fill[-1][1] if fill else None
-        for n in plan.common:
-            have = pieces.fills.get((plan.before, phrases[n]))
-            if have is not None and have.reach >= reach:
-                continue
-            matches = [(p, key) for p, key, m in fill if m[n]]
-            keys = np.array(sorted(key for _, key in matches), dtype=np.int64)
-            pieces.fills[(plan.before, phrases[n])] = Fill(matches, keys, reach, reach_key)
+            read = drive.only(drive.matches[n], phrases)
+            pieces.whole[phrases[n]] = read.with_flags(pieces.whole.get(phrases[n]))
+        for pair in need.pairs:
+            read = drive.only(drive.matches[pair[0]] & drive.matches[pair[1]], phrases)
+            key = pair_key(phrases, pair)
+            pieces.pairs[key] = read.with_flags(pieces.pairs.get(key))
+        pieces.held += len(drive.keys) * (len(need.whole) + len(need.pairs)) * (2 + k)
+    for n in need.fill:
+        rows = [r for r in found if r[0] == 10 + n]
+        fill = Read.of([r[2:] for r in rows], k)
+        pieces.keep(fill)
+        positions = [int(r[1]) for r in rows]
+        reach = positions[-1] if len(rows) >= plan.limit else plan.fill_scan
+        have = pieces.fills.get((plan.before, phrases[n]))
+        if have is None or have.reach < reach:
+            matches = list(zip(positions, fill.keys.tolist(), strict=True))
+            pieces.fills[(plan.before, phrases[n])] = Fill(matches, np.sort(fill.keys), reach)
             pieces.held += len(matches)
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "Pieces",
     "Read",
     "SearchCache",
+    "enough",
     "fill_rows",
     "member",
     "pair_key",
@@ -57,7 +58,6 @@ _K1, _B = 1.2, 0.4
 Version = tuple[int, int]  # (the channel's max(seq), or -1; the store's removed count)
 Keys = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
-_NONE: Keys = np.zeros(0, dtype=np.int64)
 
 
 def member(keys: Keys, among: Keys) -> Bools:
@@ -71,10 +71,18 @@ def member(keys: Keys, among: Keys) -> Bools:
 
 @dataclass(frozen=True, slots=True)
 class Keyed:
-    """Rows by key, ascending, with their lexeme counts."""
+    """Every row holding a term (or a pair of terms), ascending by key, with their lexeme
+    counts and, for each term asked with it so far, whether each row holds it."""
 
     keys: Keys
     lengths: Keys
+    flags: dict[str, Bools]
+
+    def with_flags(self, older: Keyed | None) -> Keyed:
+        """This read, with what ``older`` (the same rows read before) knew of other terms."""
+        if older is not None and np.array_equal(older.keys, self.keys):
+            return Keyed(self.keys, self.lengths, older.flags | self.flags)
+        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,21 +103,21 @@ class Read:
         matches = np.array([r[3:] for r in rows], dtype=np.bool_).reshape(len(rows), terms)
         return Read(keys, [str(r[1]) for r in rows], lengths, matches.T)
 
-    def only(self, keep: Bools) -> Keyed:
+    def only(self, keep: Bools, terms: Sequence[str]) -> Keyed:
+        """The rows ``keep`` marks as a :class:`Keyed` (flags for ``terms``)."""
         order = np.argsort(self.keys[keep], kind="stable")
-        return Keyed(self.keys[keep][order], self.lengths[keep][order])
+        flags = {t: self.matches[n][keep][order] for n, t in enumerate(terms)}
+        return Keyed(self.keys[keep][order], self.lengths[keep][order], flags)
 
 
 @dataclass(slots=True)
 class Fill:
     """One common term's newest matches older than some ``before`` (positions count every
-    row older than it, newest 1): every match at a position up to ``reach`` is here, and every
-    match at a key from ``reach_key`` (None: no key known) up to ``before``."""
+    row older than it, newest 1): every match at a position up to ``reach`` is here."""
 
     matches: list[tuple[int, int]]  # (position, ts key), newest first
     keys: Keys  # ascending
     reach: int
-    reach_key: int | None
 
 
 @dataclass(slots=True)
@@ -122,39 +130,17 @@ class Pieces:
     hits: dict[str, frozenset[int]] = field(default_factory=dict)  # term -> sample keys
     ts: dict[int, str] = field(default_factory=dict)  # key -> ts of every row read
     lengths: dict[int, int] = field(default_factory=dict)
-    known: dict[str, tuple[Keys, Keys]] = field(default_factory=dict)  # (asked, matching)
     whole: dict[str, Keyed] = field(default_factory=dict)  # term -> every matching row
     pairs: dict[tuple[str, str], Keyed] = field(default_factory=dict)
     fills: dict[tuple[int | None, str], Fill] = field(default_factory=dict)
     held: int = 0
 
-    def matches(self, term: str, keys: Keys, before: int | None) -> tuple[Bools, Bools]:
-        """(known, holds): for each of ``keys``, whether something read tells if the row
-        holds ``term``, and whether it does."""
-        every = self.whole.get(term)
-        if every is not None:
-            return np.ones(len(keys), dtype=np.bool_), member(keys, every.keys)
-        asked, holding = self.known.get(term, (_NONE, _NONE))
-        known, holds = member(keys, asked), member(keys, holding)
-        fill = self.fills.get((before, term))
-        if fill is not None and fill.reach_key is not None:
-            inside = keys >= fill.reach_key
-            if before is not None:
-                inside &= keys < before
-            known |= inside
-            holds |= inside & member(keys, fill.keys)
-        return known, holds
-
-    def keep(self, terms: Sequence[str], read: Read) -> None:
-        """What a statement read about ``terms`` for those rows."""
-        self.ts.update(zip(read.keys.tolist(), read.ts, strict=True))
-        self.lengths.update(zip(read.keys.tolist(), read.lengths.tolist(), strict=True))
-        for n, term in enumerate(terms):
-            asked, holding = self.known.get(term, (_NONE, _NONE))
-            asked = np.union1d(asked, read.keys)
-            holding = np.union1d(holding, read.keys[read.matches[n]])
-            self.known[term] = (asked, holding)
-        self.held += len(read.keys) * (len(terms) + 2)
+    def keep(self, read: Read) -> None:
+        """The ts and lexeme counts of rows a statement read."""
+        keys = read.keys.tolist()
+        self.ts.update(zip(keys, read.ts, strict=True))
+        self.lengths.update(zip(keys, read.lengths.tolist(), strict=True))
+        self.held += 2 * len(keys)
 
 
 class SearchCache:
@@ -201,11 +187,10 @@ class Need:
 
     whole: list[int] = field(default_factory=list)  # terms whose every row to read
     pairs: list[tuple[int, int]] = field(default_factory=list)  # pairs whose rows to read
-    fill: bool = False  # the common terms' newest rows
-    flags: Keys = field(default_factory=lambda: _NONE)  # rows whose matches to read
+    fill: list[int] = field(default_factory=list)  # common terms whose newest rows to read
 
     def __bool__(self) -> bool:
-        return bool(self.whole or self.pairs or self.fill or len(self.flags))
+        return bool(self.whole or self.pairs or self.fill)
 
 
 def pair_key(phrases: Sequence[str], pair: tuple[int, int]) -> tuple[str, str]:
@@ -213,20 +198,31 @@ def pair_key(phrases: Sequence[str], pair: tuple[int, int]) -> tuple[str, str]:
     return (a, b) if a <= b else (b, a)
 
 
+def enough(fill: Fill | None, scan: int, limit: int) -> bool:
+    """Whether ``fill`` answers for its term in a fill of ``limit`` rows within the newest
+    ``scan``: it reached the end of the scan, or holds ``limit`` matches within it (then the
+    fill's rows all lie within its reach, whatever the other terms)."""
+    if fill is None:
+        return False
+    if fill.reach >= scan:
+        return True
+    return sum(1 for p, _ in fill.matches if p <= scan) >= limit
+
+
 def fill_rows(
     pieces: Pieces, phrases: Sequence[str], common: Sequence[int], scan: int, limit: int,
     before: int | None,
 ) -> list[tuple[int, int]] | None:  # fmt: skip
     """The fill's rows, (position, key) newest first, as the statement's backward scan of
-    ``scan`` rows would find them; None when the kept fills do not reach far enough."""
+    ``scan`` rows would find them; None when a kept fill does not reach far enough."""
+    if not common:
+        return []
     fills = [pieces.fills.get((before, phrases[n])) for n in common]
-    known = [f for f in fills if f is not None]
+    known = [f for f in fills if f is not None and enough(f, scan, limit)]
     if len(known) < len(fills):
         return None
     reach = min(scan, *(f.reach for f in known))
     found = sorted({m for f in known for m in f.matches if m[0] <= reach})
-    if len(found) < limit and reach < scan:
-        return None
     return found[:limit]
 
 
