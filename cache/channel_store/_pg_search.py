@@ -36,27 +36,20 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 from chanctx.cache.channel_store._pg_schema import TS_CONFIG
 from chanctx.cache.channel_store._pg_search_cache import (
-    Fill,
-    Keyed,
-    Need,
     Pieces,
-    Read,
     SearchCache,
     Version,
-    enough,
-    fill_rows,
-    member,
-    pair_key,
+    assembled,
+    keep,
+    parts_statement,
     scored,
 )
+from chanctx.cache.channel_store._pg_search_plan import PHRASE, Plan, Sample
 from chanctx.cache.channel_store._pg_sizes import ChannelSizes
 from chanctx.cache.channel_store._records import Candidate
 from psycopg.rows import TupleRow
@@ -69,71 +62,9 @@ OLDER = 10  # candidates older than ``before`` offered in a large channel, at mo
 LARGE = 20_000  # a channel larger than this is large
 FILL_SCAN = 50_000  # the newest messages looked at for common terms, at most
 _K1, _B = 1.2, 0.4
-# A term's tsquery is sent as a constant: a function call in a statement would be evaluated
-# again for every row it is tested on (phraseto_tsquery is not folded into a constant there).
-_PHRASE = "%s::tsquery"
 _KNOWN_TERMS = 10_000  # tsqueries remembered (the words people ask about repeat)
 
 Query = Callable[[str, Sequence[Any]], list[TupleRow]]
-Keys = npt.NDArray[np.int64]
-
-
-@dataclass(frozen=True, slots=True)
-class _Sample:
-    rows: int  # messages in the sample (fewer than SAMPLE: the whole channel)
-    mean_length: float  # lexemes a message
-    keys: list[frozenset[int]]  # per term: the sample's messages holding it
-
-    @property
-    def hits(self) -> list[int]:
-        return [len(k) for k in self.keys]
-
-    def pair(self, i: int, j: int) -> int:
-        """Sample messages holding both terms (``doc @@ (a && b)``: both phrases match)."""
-        return len(self.keys[i] & self.keys[j])
-
-
-@dataclass(slots=True)
-class _Plan:
-    """Which rows one search reads, and the weights it scores them with."""
-
-    phrases: list[str]
-    rare: list[int]  # terms counted exactly on the rows read
-    weights: list[float]  # the estimated IDF of each term (used for the common ones)
-    size: int  # live messages in the channel
-    limit: int
-    cap: int  # DRIVE: the rows read whole, at most
-    pairs: list[tuple[int, int]] = field(default_factory=list)  # common pairs read whole
-    common: list[int] = field(default_factory=list)  # terms whose newest rows fill in
-    fill_scan: int = 0  # the newest messages the fill looks at, at most
-    before: int | None = None  # only rows older than this key are offered
-
-    @property
-    def drive(self) -> list[str]:
-        """The tsquery parts OR-ed to find every row read whole."""
-        return [_PHRASE for _ in self.rare] + [f"({_PHRASE} && {_PHRASE})" for _ in self.pairs]
-
-    @property
-    def drive_args(self) -> list[str]:
-        return [self.phrases[n] for n in self.rare] + [
-            self.phrases[k] for pair in self.pairs for k in pair
-        ]
-
-    @property
-    def fill(self) -> list[str]:
-        return [self.phrases[n] for n in self.common]
-
-
-@dataclass(frozen=True, slots=True)
-class _Rows:
-    """The rows a search reads, ascending by key, and their matches (terms x rows)."""
-
-    keys: Keys
-    lengths: Keys
-    matches: npt.NDArray[np.bool_]
-
-
-_EMPTY: Keys = np.zeros(0, dtype=np.int64)
 
 
 class PgSearch:
@@ -182,7 +113,7 @@ class PgSearch:
         (an ingest-heavy one moves every commit) is searched by the statement, as with no
         cache, its version read in the sample's statement: it costs what it did."""
         pieces = cache.get(chan)
-        sample: _Sample | None = None
+        sample: Sample | None = None
         if pieces is None or pieces.moving:
             statement = sample_statement(chan, phrases, self._sample_size, version=True)
             row = self._query(*statement)[0]
@@ -210,12 +141,12 @@ class PgSearch:
         if pieces.moving:
             return self._scored(chan, plan, _mean(sample), plan.limit)
         with cache.lock:
-            rows, need = _assembled(pieces, plan)
+            rows, need = assembled(pieces, plan)
         if need:
-            found = self._query(*_parts_statement(chan, plan, need))
+            found = self._query(*parts_statement(chan, plan, need))
             with cache.lock:
-                _keep(pieces, plan, need, found)
-                rows, need = _assembled(pieces, plan)
+                keep(pieces, plan, need, found)
+                rows, need = assembled(pieces, plan)
             cache.trim(chan, pieces)
         if rows is None or need:  # more than DRIVE rows read whole: the statement decides
             return self._scored(chan, plan, _mean(sample), plan.limit)
@@ -227,8 +158,8 @@ class PgSearch:
         )  # fmt: skip
 
     def _plan(
-        self, chan: int, phrases: list[str], sample: _Sample, limit: int, before: int | None
-    ) -> _Plan | None:
+        self, chan: int, phrases: list[str], sample: Sample, limit: int, before: int | None
+    ) -> Plan | None:
         """What to read for ``phrases`` (the module docstring's steps 1-2); None: nothing."""
         if sample.rows == 0:
             return None
@@ -247,7 +178,7 @@ class PgSearch:
                 whole.append(n)
                 budget += estimate[n]
         weights = [idf(size, e) for e in estimate]
-        plan = _Plan(phrases, whole, weights, size, limit, self._drive, before=before)
+        plan = Plan(phrases, whole, weights, size, limit, self._drive, before=before)
         common = [n for n in range(len(phrases)) if n not in whole]
         for i, j in sorted(combinations(common, 2), key=lambda p: sample.pair(*p)):
             joint = sample.pair(i, j) * scale
@@ -261,12 +192,12 @@ class PgSearch:
             plan.fill_scan = min(FILL_SCAN, max(4 * limit, int(2 * limit / max(share, 1e-9))))
         return plan
 
-    def _scored(self, chan: int, plan: _Plan, mean_length: float, limit: int) -> list[Candidate]:
+    def _scored(self, chan: int, plan: Plan, mean_length: float, limit: int) -> list[Candidate]:
         """One statement: read the rows the plan names (at most DRIVE, and ``limit`` more of
         the fill), count the rare terms' frequencies among them, score, keep the best."""
         k = len(plan.phrases)
         columns = "ts_key, ts, length(doc) AS len, " + ", ".join(
-            f"doc @@ {_PHRASE} AS h{n}" for n in range(k)
+            f"doc @@ {PHRASE} AS h{n}" for n in range(k)
         )
         parts: list[str] = []
         args: list[Any] = []
@@ -284,7 +215,7 @@ class PgSearch:
             parts.append(
                 f"(SELECT {columns} FROM (SELECT ts_key, ts, doc FROM messages WHERE chan = %s"
                 f"{older} ORDER BY ts_key DESC LIMIT {int(plan.fill_scan)}) newest "
-                f"WHERE doc @@ ({' || '.join(_PHRASE for _ in plan.fill)}) LIMIT {int(limit)})"
+                f"WHERE doc @@ ({' || '.join(PHRASE for _ in plan.fill)}) LIMIT {int(limit)})"
             )
             args += [*plan.phrases, chan, *([] if plan.before is None else [plan.before])]
             args += plan.fill
@@ -327,7 +258,7 @@ class PgSearch:
             self._known.update(zip(unknown, (str(q) for q in row), strict=True))
         return list(dict.fromkeys(q for q in (self._known[t] for t in wanted) if q))
 
-    def _sample(self, chan: int, phrases: Sequence[str]) -> _Sample:
+    def _sample(self, chan: int, phrases: Sequence[str]) -> Sample:
         """Every term tested on the channel's newest SAMPLE messages (the keys that hold it:
         a pair's count is the two sets' intersection)."""
         statement = sample_statement(chan, phrases, self._sample_size)
@@ -339,7 +270,7 @@ def sample_statement(
 ) -> tuple[str, list[Any]]:
     """The sample's statement; ``version``: the channel's search version first, read in the
     same snapshot (``_pg_search_cache``)."""
-    keys = "".join(f", array_agg(ts_key) FILTER (WHERE doc @@ {_PHRASE})" for _ in phrases)
+    keys = "".join(f", array_agg(ts_key) FILTER (WHERE doc @@ {PHRASE})" for _ in phrases)
     head = f"{VERSION_COLUMNS}, " if version else ""
     sql = (
         f"SELECT {head}count(*), avg(length(doc)){keys} FROM (SELECT ts_key, doc FROM messages "
@@ -348,15 +279,15 @@ def sample_statement(
     return sql, [*([chan] if version else []), *phrases, chan]
 
 
-def sample_of(row: Sequence[Any], terms: int) -> _Sample:
-    return _Sample(
+def sample_of(row: Sequence[Any], terms: int) -> Sample:
+    return Sample(
         rows=int(row[0]),
         mean_length=float(row[1] or 0.0),
         keys=[frozenset(k or ()) for k in row[2 : 2 + terms]],
     )
 
 
-def _mean(sample: _Sample) -> float:
+def _mean(sample: Sample) -> float:
     return max(sample.mean_length, 1.0)
 
 
@@ -370,115 +301,11 @@ def _version(seq: int | None, removed: int) -> Version:
     return (-1 if seq is None else int(seq), int(removed))
 
 
-def _kept_sample(pieces: Pieces, phrases: Sequence[str]) -> _Sample | None:
+def _kept_sample(pieces: Pieces, phrases: Sequence[str]) -> Sample | None:
     if pieces.sample is None or any(p not in pieces.hits for p in phrases):
         return None
     rows, mean = pieces.sample
-    return _Sample(rows, mean, [pieces.hits[p] for p in phrases])
-
-
-def _assembled(pieces: Pieces, plan: _Plan) -> tuple[_Rows | None, Need]:
-    """The rows the statement would read for ``plan``, with their matches, from ``pieces``;
-    or what is missing (a term or pair never read whole, or read with other terms than a
-    common one asked now). (None, empty): more than DRIVE rows, which the statement cuts."""
-    phrases, before, need = plan.phrases, plan.before, Need()
-    asked = [phrases[n] for n in plan.common]
-    whole: dict[int, Keyed] = {}
-    drive: list[Keyed] = []
-    for n in plan.rare:
-        every = pieces.whole.get(phrases[n])
-        if every is None or any(t not in every.flags for t in asked):
-            need.whole.append(n)
-        else:
-            whole[n] = every
-            drive.append(every)
-    for pair in plan.pairs:
-        both = pieces.pairs.get(pair_key(phrases, pair))
-        if both is None or any(t not in both.flags for t in asked):
-            need.pairs.append(pair)
-        else:
-            drive.append(both)
-    for n in plan.common:
-        if not enough(pieces.fills.get((before, phrases[n])), plan.fill_scan, plan.limit):
-            need.fill.append(n)
-    if need:
-        return None, need
-    fill = fill_rows(pieces, phrases, plan.common, plan.fill_scan, plan.limit, before)
-    if fill is None:
-        return None, Need()
-    keys, where = np.unique(np.concatenate([d.keys for d in drive] or [_EMPTY]), return_index=True)
-    lengths = np.concatenate([d.lengths for d in drive] or [_EMPTY])[where]
-    if len(keys) > plan.cap:
-        return None, Need()
-    filled = np.array(sorted(k for _, k in fill), dtype=np.int64)
-    extra = np.setdiff1d(filled, keys, assume_unique=True)
-    keys = np.concatenate([keys, extra])
-    more = [pieces.lengths[k] for k in extra.tolist()]
-    lengths = np.concatenate([lengths, np.array(more, dtype=np.int64)])
-    matches = np.zeros((len(phrases), len(keys)), dtype=np.bool_)
-    for n in whole:
-        matches[n] = member(keys, whole[n].keys)
-    for n in plan.common:  # a drive row holds it if a piece holding the row says so
-        for piece in drive:
-            matches[n] |= member(keys, piece.keys[piece.flags[phrases[n]]])
-        # The fill's rows are within every common term's kept fill.
-        matches[n] |= member(keys, pieces.fills[(before, phrases[n])].keys) & member(keys, filled)
-    return _Rows(keys, lengths, matches), need
-
-
-def _parts_statement(chan: int, plan: _Plan, need: Need) -> tuple[str, list[Any]]:
-    """One statement reading what ``need`` names: the rows of the terms and pairs read whole
-    (at most DRIVE + 1: more tells the cap was passed) and the fill, with every row's matches
-    of every term asked."""
-    phrases = plan.phrases
-    columns = "ts_key, ts, length(doc), " + ", ".join(f"doc @@ {_PHRASE}" for _ in phrases)
-    parts: list[str] = []
-    args: list[Any] = []
-    if need.whole or need.pairs:
-        drive = [_PHRASE for _ in need.whole] + [f"({_PHRASE} && {_PHRASE})" for _ in need.pairs]
-        parts.append(
-            f"(SELECT 0, 0::bigint, {columns} FROM messages WHERE chan = %s "
-            f"AND doc @@ ({' || '.join(drive)}) LIMIT {int(plan.cap) + 1})"
-        )
-        args += [*phrases, chan, *(phrases[n] for n in need.whole)]
-        args += [phrases[k] for pair in need.pairs for k in pair]
-    older = "" if plan.before is None else " AND ts_key < %s"
-    for n in need.fill:  # each term's newest matches, with their positions in the scan
-        parts.append(
-            f"(SELECT {10 + n}, pos, {columns} FROM (SELECT row_number() OVER (ORDER BY "
-            f"ts_key DESC) AS pos, ts_key, ts, doc FROM messages WHERE chan = %s{older} "
-            f"ORDER BY ts_key DESC LIMIT {int(plan.fill_scan)}) newest WHERE doc @@ {_PHRASE} "
-            f"LIMIT {int(plan.limit)})"
-        )
-        args += [*phrases, chan, *([] if plan.before is None else [plan.before]), phrases[n]]
-    return " UNION ALL ".join(parts), args
-
-
-def _keep(pieces: Pieces, plan: _Plan, need: Need, found: Sequence[TupleRow]) -> None:
-    """What the parts statement read, kept in ``pieces`` (the cache's lock held)."""
-    phrases, k = plan.phrases, len(plan.phrases)
-    drive = Read.of([r[2:] for r in found if r[0] == 0], k)
-    pieces.keep(drive)
-    if len(drive.keys) <= plan.cap:  # else cut: incomplete, never kept
-        for n in need.whole:
-            read = drive.only(drive.matches[n], phrases)
-            pieces.whole[phrases[n]] = read.with_flags(pieces.whole.get(phrases[n]))
-        for pair in need.pairs:
-            read = drive.only(drive.matches[pair[0]] & drive.matches[pair[1]], phrases)
-            key = pair_key(phrases, pair)
-            pieces.pairs[key] = read.with_flags(pieces.pairs.get(key))
-        pieces.held += len(drive.keys) * (len(need.whole) + len(need.pairs)) * (2 + k)
-    for n in need.fill:
-        rows = [r for r in found if r[0] == 10 + n]
-        fill = Read.of([r[2:] for r in rows], k)
-        pieces.keep(fill)
-        positions = [int(r[1]) for r in rows]
-        reach = positions[-1] if len(rows) >= plan.limit else plan.fill_scan
-        have = pieces.fills.get((plan.before, phrases[n]))
-        if have is None or have.reach < reach:
-            matches = list(zip(positions, fill.keys.tolist(), strict=True))
-            pieces.fills[(plan.before, phrases[n])] = Fill(matches, np.sort(fill.keys), reach)
-            pieces.held += len(matches)
+    return Sample(rows, mean, [pieces.hits[p] for p in phrases])
 
 
 def idf(size: int, df: float) -> float:

@@ -30,10 +30,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from chanctx.cache.channel_store._pg_search_plan import PHRASE, Plan
 from chanctx.cache.channel_store._records import Candidate
+from psycopg.rows import TupleRow
 
 __all__ = [
     "CHANNELS",
@@ -43,11 +46,15 @@ __all__ = [
     "Need",
     "Pieces",
     "Read",
+    "Rows",
     "SearchCache",
+    "assembled",
     "enough",
     "fill_rows",
+    "keep",
     "member",
     "pair_key",
+    "parts_statement",
     "scored",
 ]
 
@@ -249,3 +256,121 @@ def scored(
         keys, score = keys[older], score[older]
     best = np.lexsort((-keys, -score))[:limit]
     return [Candidate(ts[int(keys[i])], float(score[i])) for i in best]
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """The rows a search reads, ascending by key, and their matches (terms x rows)."""
+
+    keys: Keys
+    lengths: Keys
+    matches: npt.NDArray[np.bool_]
+
+
+_NO_KEYS: Keys = np.zeros(0, dtype=np.int64)
+
+
+def assembled(pieces: Pieces, plan: Plan) -> tuple[Rows | None, Need]:
+    """The rows the statement would read for ``plan``, with their matches, from ``pieces``;
+    or what is missing (a term or pair never read whole, or read with other terms than a
+    common one asked now). (None, empty): more than DRIVE rows, which the statement cuts."""
+    phrases, before, need = plan.phrases, plan.before, Need()
+    asked = [phrases[n] for n in plan.common]
+    whole: dict[int, Keyed] = {}
+    drive: list[Keyed] = []
+    for n in plan.rare:
+        every = pieces.whole.get(phrases[n])
+        if every is None or any(t not in every.flags for t in asked):
+            need.whole.append(n)
+        else:
+            whole[n] = every
+            drive.append(every)
+    for pair in plan.pairs:
+        both = pieces.pairs.get(pair_key(phrases, pair))
+        if both is None or any(t not in both.flags for t in asked):
+            need.pairs.append(pair)
+        else:
+            drive.append(both)
+    for n in plan.common:
+        if not enough(pieces.fills.get((before, phrases[n])), plan.fill_scan, plan.limit):
+            need.fill.append(n)
+    if need:
+        return None, need
+    fill = fill_rows(pieces, phrases, plan.common, plan.fill_scan, plan.limit, before)
+    if fill is None:
+        return None, Need()
+    keys, where = np.unique(
+        np.concatenate([d.keys for d in drive] or [_NO_KEYS]), return_index=True
+    )
+    lengths = np.concatenate([d.lengths for d in drive] or [_NO_KEYS])[where]
+    if len(keys) > plan.cap:
+        return None, Need()
+    filled = np.array(sorted(k for _, k in fill), dtype=np.int64)
+    extra = np.setdiff1d(filled, keys, assume_unique=True)
+    keys = np.concatenate([keys, extra])
+    more = [pieces.lengths[k] for k in extra.tolist()]
+    lengths = np.concatenate([lengths, np.array(more, dtype=np.int64)])
+    matches = np.zeros((len(phrases), len(keys)), dtype=np.bool_)
+    for n in whole:
+        matches[n] = member(keys, whole[n].keys)
+    for n in plan.common:  # a drive row holds it if a piece holding the row says so
+        for piece in drive:
+            matches[n] |= member(keys, piece.keys[piece.flags[phrases[n]]])
+        # The fill's rows are within every common term's kept fill.
+        matches[n] |= member(keys, pieces.fills[(before, phrases[n])].keys) & member(keys, filled)
+    return Rows(keys, lengths, matches), need
+
+
+def parts_statement(chan: int, plan: Plan, need: Need) -> tuple[str, list[Any]]:
+    """One statement reading what ``need`` names: the rows of the terms and pairs read whole
+    (at most DRIVE + 1: more tells the cap was passed) and the fill, with every row's matches
+    of every term asked."""
+    phrases = plan.phrases
+    columns = "ts_key, ts, length(doc), " + ", ".join(f"doc @@ {PHRASE}" for _ in phrases)
+    parts: list[str] = []
+    args: list[Any] = []
+    if need.whole or need.pairs:
+        drive = [PHRASE for _ in need.whole] + [f"({PHRASE} && {PHRASE})" for _ in need.pairs]
+        parts.append(
+            f"(SELECT 0, 0::bigint, {columns} FROM messages WHERE chan = %s "
+            f"AND doc @@ ({' || '.join(drive)}) LIMIT {int(plan.cap) + 1})"
+        )
+        args += [*phrases, chan, *(phrases[n] for n in need.whole)]
+        args += [phrases[k] for pair in need.pairs for k in pair]
+    older = "" if plan.before is None else " AND ts_key < %s"
+    for n in need.fill:  # each term's newest matches, with their positions in the scan
+        parts.append(
+            f"(SELECT {10 + n}, pos, {columns} FROM (SELECT row_number() OVER (ORDER BY "
+            f"ts_key DESC) AS pos, ts_key, ts, doc FROM messages WHERE chan = %s{older} "
+            f"ORDER BY ts_key DESC LIMIT {int(plan.fill_scan)}) newest WHERE doc @@ {PHRASE} "
+            f"LIMIT {int(plan.limit)})"
+        )
+        args += [*phrases, chan, *([] if plan.before is None else [plan.before]), phrases[n]]
+    return " UNION ALL ".join(parts), args
+
+
+def keep(pieces: Pieces, plan: Plan, need: Need, found: Sequence[TupleRow]) -> None:
+    """What the parts statement read, kept in ``pieces`` (the cache's lock held)."""
+    phrases, k = plan.phrases, len(plan.phrases)
+    drive = Read.of([r[2:] for r in found if r[0] == 0], k)
+    pieces.keep(drive)
+    if len(drive.keys) <= plan.cap:  # else cut: incomplete, never kept
+        for n in need.whole:
+            read = drive.only(drive.matches[n], phrases)
+            pieces.whole[phrases[n]] = read.with_flags(pieces.whole.get(phrases[n]))
+        for pair in need.pairs:
+            read = drive.only(drive.matches[pair[0]] & drive.matches[pair[1]], phrases)
+            key = pair_key(phrases, pair)
+            pieces.pairs[key] = read.with_flags(pieces.pairs.get(key))
+        pieces.held += len(drive.keys) * (len(need.whole) + len(need.pairs)) * (2 + k)
+    for n in need.fill:
+        rows = [r for r in found if r[0] == 10 + n]
+        fill = Read.of([r[2:] for r in rows], k)
+        pieces.keep(fill)
+        positions = [int(r[1]) for r in rows]
+        reach = positions[-1] if len(rows) >= plan.limit else plan.fill_scan
+        have = pieces.fills.get((plan.before, phrases[n]))
+        if have is None or have.reach < reach:
+            matches = list(zip(positions, fill.keys.tolist(), strict=True))
+            pieces.fills[(plan.before, phrases[n])] = Fill(matches, np.sort(fill.keys), reach)
+            pieces.held += len(matches)
