@@ -29,6 +29,13 @@ of them: each one offered costs the caller a fetch and tokenising before it rank
 answer, and at 1,000,000 messages the ranking's top 10 took older messages almost only from the
 best ten offered (docs/design.md, "The channel store on PostgreSQL"). A smaller channel's older
 part is soon pulled whole (the caller keeps what it pulled), so it gets what it asks for.
+
+*Kept reads* (``cache``: a :class:`SearchCache`, the store's default). What steps 1-3 read is
+kept per term while the channel's search version holds, and a question made of words read
+before is answered from it with the statement's arithmetic (``_pg_search_cache``): one
+statement, the version read. A channel whose version moved since its previous search (one
+written between every two searches) is searched by the statements, its version read in the
+sample's statement: it costs what it did with nothing kept.
 """
 
 from __future__ import annotations

@@ -2,25 +2,28 @@
 the channel's search version holds, and the answer computed from it as the database would.
 
 A search's statements (``_pg_search``) read, for its terms: each term's matches among the
-channel's newest messages (the frequency sample), the whole matching rows of its rare terms,
-the rows holding both of some pair of common terms, and the newest rows holding a common term
-(the fill). Each of those is a fact about one term (or one pair) and the channel, not about
-the question, and the words people ask about recur across questions even when the questions do
-not: a service's name, "deploy", "timeout". So each is kept on its own (:class:`Pieces`), with
-the rows read (ts, length) and each row's matches of the terms asked with it, and a question
-made of known words is answered here with no statement but the version read: the same rows,
-counted, weighted and scored with the statement's float arithmetic in the statement's order,
-so the answer is the one the statement gives (tested against a store that keeps nothing).
+channel's newest messages (the frequency sample), the whole matching rows of its rare terms
+and of some pairs of common terms, and the newest rows holding a common term (the fill). Each
+is a fact about one term (or one pair) and the channel, not about the question, and the words
+people ask about recur across questions even when the questions do not: a service's name,
+"deploy", "timeout". So each is kept on its own (:class:`Pieces`): a term's sample matches; a
+term's or a pair's rows (:class:`Keyed`: keys, lexeme counts, and for each term asked with
+them so far which rows hold it); a common term's newest matches with their positions in the
+backward scan (:class:`Fill`). A question made of known words is answered here with no
+statement but the version read (:func:`assembled`, :func:`scored`): the same rows, the rare
+terms counted on them, every score computed with the statement's float8 operations in its
+order, so the answer is the statement's (tested against a search that keeps nothing).
 
-A question that needs something not kept reads only that (:func:`needs` names it; one
-statement), then is answered here. Anything it cannot rebuild exactly (the rare terms' rows
-beyond the statement's ``DRIVE`` cap, which the statement would cut arbitrarily) goes to the
-statement.
+A question that needs something not kept reads only that, in one statement
+(:func:`parts_statement`, :func:`keep`): a term or pair never read whole, or read with other
+common terms than the question's (read again, with them), and the fill when a kept one does
+not reach far enough (:func:`enough`). More rows read whole than the statement's cap, which it
+would cut arbitrarily, go to the statement.
 
-*Versions.* Everything kept for a channel holds for one version: ``(max(seq), removed)``
+*Versions.* Everything kept for a channel holds for one version, ``(max(seq), removed)``
 (``_pg_schema``), read before any of it was read, so a write committed during a read leaves it
-under a version no search will see again. Another replica's write moves the version in the
-database, so it is seen by the next search everywhere.
+under a version no search sees again; another replica's write moves the version in the
+database, so the next search everywhere reads anew.
 """
 
 from __future__ import annotations
@@ -338,14 +341,14 @@ def parts_statement(chan: int, plan: Plan, need: Need) -> tuple[str, list[Any]]:
         args += [*phrases, chan, *(phrases[n] for n in need.whole)]
         args += [phrases[k] for pair in need.pairs for k in pair]
     older = "" if plan.before is None else " AND ts_key < %s"
-    for n in need.fill:  # each term's newest matches, with their positions in the scan
+    if need.fill:  # the statement's fill, each row with its position in the backward scan
         parts.append(
-            f"(SELECT {10 + n}, pos, {columns} FROM (SELECT row_number() OVER (ORDER BY "
-            f"ts_key DESC) AS pos, ts_key, ts, doc FROM messages WHERE chan = %s{older} "
-            f"ORDER BY ts_key DESC LIMIT {int(plan.fill_scan)}) newest WHERE doc @@ {PHRASE} "
-            f"LIMIT {int(plan.limit)})"
+            f"(SELECT 1, pos, {columns} FROM (SELECT row_number() OVER (ORDER BY ts_key DESC) "
+            f"AS pos, ts_key, ts, doc FROM messages WHERE chan = %s{older} ORDER BY ts_key DESC "
+            f"LIMIT {int(plan.fill_scan)}) newest WHERE doc @@ "
+            f"({' || '.join(PHRASE for _ in plan.common)}) LIMIT {int(plan.limit)})"
         )
-        args += [*phrases, chan, *([] if plan.before is None else [plan.before]), phrases[n]]
+        args += [*phrases, chan, *([] if plan.before is None else [plan.before]), *plan.fill]
     return " UNION ALL ".join(parts), args
 
 
@@ -363,14 +366,19 @@ def keep(pieces: Pieces, plan: Plan, need: Need, found: Sequence[TupleRow]) -> N
             key = pair_key(phrases, pair)
             pieces.pairs[key] = read.with_flags(pieces.pairs.get(key))
         pieces.held += len(drive.keys) * (len(need.whole) + len(need.pairs)) * (2 + k)
-    for n in need.fill:
-        rows = [r for r in found if r[0] == 10 + n]
+    if need.fill:  # every common term's matches up to the last row read are known
+        rows = [r for r in found if r[0] == 1]
         fill = Read.of([r[2:] for r in rows], k)
         pieces.keep(fill)
         positions = [int(r[1]) for r in rows]
         reach = positions[-1] if len(rows) >= plan.limit else plan.fill_scan
-        have = pieces.fills.get((plan.before, phrases[n]))
-        if have is None or have.reach < reach:
-            matches = list(zip(positions, fill.keys.tolist(), strict=True))
-            pieces.fills[(plan.before, phrases[n])] = Fill(matches, np.sort(fill.keys), reach)
-            pieces.held += len(matches)
+        for n in plan.common:
+            have = pieces.fills.get((plan.before, phrases[n]))
+            if have is None or have.reach < reach:
+                holds = fill.matches[n]
+                keys = fill.keys.tolist()
+                matches = [(p, key) for p, key, h in zip(positions, keys, holds, strict=True) if h]
+                pieces.fills[(plan.before, phrases[n])] = Fill(
+                    matches, np.sort(fill.keys[holds]), reach
+                )
+                pieces.held += len(matches)
