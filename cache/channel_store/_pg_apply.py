@@ -75,6 +75,9 @@ class PgApplier(EventApplier[PgRow]):
         # Row writes not sent yet: sent together (executemany) before any other statement
         # and at the end of the batch, a few round trips for thousands of rows.
         self._pending: dict[tuple[int, int], tuple[object, ...]] = {}
+        # A channel's rows were deleted: a channel whose rows all predate schema 2 (no seq)
+        # keeps its search version through that, so the batch counts as a removal.
+        self.forgot = False
 
     def flush(self) -> None:
         """Send the buffered row writes (before the batch commits)."""
@@ -209,6 +212,7 @@ class PgApplier(EventApplier[PgRow]):
             "UPDATE channels SET name = NULL, erased_through = %s WHERE id = %s", (through, chan)
         )
         self._channels[(team, channel)] = (chan, through)
+        self.forgot = True
         for cached in [k for k in self._rows if k[0] == chan]:
             del self._rows[cached]
         result.applied += 1

@@ -19,7 +19,9 @@ one row, so a deletion or an edit removes both in one statement.
 
 *Search versions* (version 2). Every row a write inserts or rewrites takes the next value of
 ``message_seq`` into ``messages.seq`` (the column's default, and ``seq = excluded.seq`` in the
-upserts), and a purge or a size cut adds one to ``schema_version.removed`` in its transaction.
+upserts), and a purge, a size cut or a batch that forgot a channel adds one to
+``schema_version.removed`` in its transaction (a channel whose rows all predate version 2
+has no ``seq``: deleting them leaves its ``max(seq)`` NULL, as it was).
 So ``(max(seq) of a channel, removed)`` moves whenever the channel's searchable rows change,
 on any replica, and reading it is one backward step of the ``messages_seq`` index
 (``_pg_search_cache``). Writes to one team's channels run under that team's advisory lock

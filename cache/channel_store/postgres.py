@@ -56,7 +56,8 @@ _TEAM_LOCKS = 0x63637332  # the advisory lock space of per-team write locks
 # transaction: their row locks never interleave (a size cut's DELETE and a batch's upsert took
 # the same rows in opposite orders and deadlocked, found by a test running them together).
 _REMOVAL_LOCK = 0x63637333
-# A purge or size cut removed rows: an erase pass is due, and searches read again (``_pg_schema``).
+# A purge, a size cut or a forgotten channel removed rows: an erase pass is due, and searches
+# read again (``_pg_schema``).
 # The last statement of those transactions, as the flag alone was before: no new lock order.
 _REMOVED = "UPDATE schema_version SET erase_pending = true, removed = removed + 1"
 
@@ -179,7 +180,9 @@ class PostgresChannelStore(PgReads):
                 for event in events:
                     applier.apply(event, result)
                 applier.flush()
-                if result.erased:
+                if applier.forgot:
+                    conn.execute(_REMOVED)
+                elif result.erased:
                     conn.execute("UPDATE schema_version SET erase_pending = true")
         except psycopg.Error as error:
             raise translated(error, self.where) from None

@@ -252,7 +252,8 @@ def test_a_version_1_schema_migrates_and_its_writes_move_the_search_version(
     postgres: PostgresServer, pg_schema: str
 ) -> None:
     store = open_store(postgres, pg_schema)
-    post_rows(store, T, "C1", [plain_message_row(ts(1), "U1", "deploy")])
+    for channel in ("C1", "C2"):
+        post_rows(store, T, channel, [plain_message_row(ts(1), "U1", "deploy")])
     store.close()
     with postgres.admin() as conn:  # as version 1 left it
         for statement in (
@@ -272,5 +273,9 @@ def test_a_version_1_schema_migrates_and_its_writes_move_the_search_version(
     assert [c.ts for c in store.search_candidates(T, "C1", ["deploy"], 5)] == [ts(2), ts(1)]
     other.write([MessageDeleted(T, "C1", ts(1))])  # a row the migration left without a seq
     assert [c.ts for c in store.search_candidates(T, "C1", ["deploy"], 5)] == [ts(2)]
+    for _ in range(3):  # every row without a seq: the version is (none, removals) throughout
+        assert [c.ts for c in store.search_candidates(T, "C2", ["deploy"], 5)] == [ts(1)]
+    other.write([ChannelForgotten(T, "C2")])
+    assert store.search_candidates(T, "C2", ["deploy"], 5) == []
     other.close()
     store.close()
