@@ -16,8 +16,8 @@ order, so the answer is the statement's (tested against a search that keeps noth
 
 A question that needs something not kept reads only that, in one statement
 (:func:`parts_statement`, :func:`keep`): a term or pair never read whole, or read with other
-common terms than the question's (read again, with them), and the fill when a kept one does
-not reach far enough (:func:`enough`). More rows read whole than the statement's cap, which it
+common terms than the question's (read again, with them), and the fill when the kept ones do
+not reach far enough (:func:`fill_rows`). More rows read whole than the statement's cap, which it
 would cut arbitrarily, go to the statement.
 
 *Versions.* Everything kept for a channel holds for one version, ``(max(seq), removed)``
@@ -44,6 +44,7 @@ from psycopg.rows import TupleRow
 __all__ = [
     "CHANNELS",
     "HELD",
+    "ROWS",
     "Fill",
     "Keyed",
     "Need",
@@ -52,7 +53,6 @@ __all__ = [
     "Rows",
     "SearchCache",
     "assembled",
-    "enough",
     "fill_rows",
     "keep",
     "member",
@@ -61,8 +61,9 @@ __all__ = [
     "scored",
 ]
 
-CHANNELS = 64  # channels whose reads are kept, least recently searched out first
-HELD = 4_000_000  # keys kept for one channel, at most (8 bytes each; then it starts over)
+CHANNELS = 16  # channels whose reads are kept, least recently searched out first
+HELD = 2_000_000  # keys in one channel's pieces, at most (about 10 bytes each)
+ROWS = 200_000  # rows whose ts one channel keeps, at most (about 150 bytes each)
 _K1, _B = 1.2, 0.4
 
 Version = tuple[int, int]  # (the channel's max(seq), or -1; the store's removed count)
@@ -143,14 +144,13 @@ class Pieces:
     whole: dict[str, Keyed] = field(default_factory=dict)  # term -> every matching row
     pairs: dict[tuple[str, str], Keyed] = field(default_factory=dict)
     fills: dict[tuple[int | None, str], Fill] = field(default_factory=dict)
-    held: int = 0
+    held: int = 0  # keys in the pieces
 
     def keep(self, read: Read) -> None:
         """The ts and lexeme counts of rows a statement read."""
         keys = read.keys.tolist()
         self.ts.update(zip(keys, read.ts, strict=True))
         self.lengths.update(zip(keys, read.lengths.tolist(), strict=True))
-        self.held += 2 * len(keys)
 
 
 class SearchCache:
@@ -181,8 +181,9 @@ class SearchCache:
         return pieces
 
     def trim(self, chan: int, pieces: Pieces) -> None:
-        """Start the channel over when its pieces outgrew :data:`HELD`."""
-        if pieces.held > self._held:
+        """Start the channel over when its pieces outgrew :data:`HELD` or its rows
+        :data:`ROWS` (a channel's kept reads: some 50 MB at most)."""
+        if pieces.held > self._held or len(pieces.ts) > ROWS:
             with self.lock:
                 if self._pieces.get(chan) is pieces:
                     self._pieces[chan] = Pieces(pieces.version, moving=pieces.moving)
@@ -197,7 +198,7 @@ class Need:
 
     whole: list[int] = field(default_factory=list)  # terms whose every row to read
     pairs: list[tuple[int, int]] = field(default_factory=list)  # pairs whose rows to read
-    fill: list[int] = field(default_factory=list)  # common terms whose newest rows to read
+    fill: bool = False  # the common terms' newest rows
 
     def __bool__(self) -> bool:
         return bool(self.whole or self.pairs or self.fill)
@@ -208,31 +209,25 @@ def pair_key(phrases: Sequence[str], pair: tuple[int, int]) -> tuple[str, str]:
     return (a, b) if a <= b else (b, a)
 
 
-def enough(fill: Fill | None, scan: int, limit: int) -> bool:
-    """Whether ``fill`` answers for its term in a fill of ``limit`` rows within the newest
-    ``scan``: it reached the end of the scan, or holds ``limit`` matches within it (then the
-    fill's rows all lie within its reach, whatever the other terms)."""
-    if fill is None:
-        return False
-    if fill.reach >= scan:
-        return True
-    return sum(1 for p, _ in fill.matches if p <= scan) >= limit
-
-
 def fill_rows(
     pieces: Pieces, phrases: Sequence[str], common: Sequence[int], scan: int, limit: int,
     before: int | None,
 ) -> list[tuple[int, int]] | None:  # fmt: skip
     """The fill's rows, (position, key) newest first, as the statement's backward scan of
-    ``scan`` rows would find them; None when a kept fill does not reach far enough."""
+    ``scan`` rows would find them; None when the kept fills do not reach far enough. Each
+    kept fill holds every match of its term up to its reach, so the matches of all of them up
+    to the nearest reach are all there are: the fill when they are ``limit`` or more, or when
+    that reach is the scan's end."""
     if not common:
         return []
     fills = [pieces.fills.get((before, phrases[n])) for n in common]
-    known = [f for f in fills if f is not None and enough(f, scan, limit)]
+    known = [f for f in fills if f is not None]
     if len(known) < len(fills):
         return None
     reach = min(scan, *(f.reach for f in known))
     found = sorted({m for f in known for m in f.matches if m[0] <= reach})
+    if len(found) < limit and reach < scan:
+        return None
     return found[:limit]
 
 
@@ -294,14 +289,10 @@ def assembled(pieces: Pieces, plan: Plan) -> tuple[Rows | None, Need]:
             need.pairs.append(pair)
         else:
             drive.append(both)
-    for n in plan.common:
-        if not enough(pieces.fills.get((before, phrases[n])), plan.fill_scan, plan.limit):
-            need.fill.append(n)
-    if need:
-        return None, need
     fill = fill_rows(pieces, phrases, plan.common, plan.fill_scan, plan.limit, before)
-    if fill is None:
-        return None, Need()
+    need.fill = fill is None
+    if need or fill is None:
+        return None, need
     keys, where = np.unique(
         np.concatenate([d.keys for d in drive] or [_NO_KEYS]), return_index=True
     )
@@ -365,7 +356,7 @@ def keep(pieces: Pieces, plan: Plan, need: Need, found: Sequence[TupleRow]) -> N
             read = drive.only(drive.matches[pair[0]] & drive.matches[pair[1]], phrases)
             key = pair_key(phrases, pair)
             pieces.pairs[key] = read.with_flags(pieces.pairs.get(key))
-        pieces.held += len(drive.keys) * (len(need.whole) + len(need.pairs)) * (2 + k)
+        pieces.held += len(drive.keys) * (len(need.whole) + len(need.pairs))
     if need.fill:  # every common term's matches up to the last row read are known
         rows = [r for r in found if r[0] == 1]
         fill = Read.of([r[2:] for r in rows], k)
