@@ -38,7 +38,7 @@ _UPSERT = (
     "ON CONFLICT (chan, ts_key) DO UPDATE SET ts = excluded.ts, thread_key = excluded.thread_key, "
     "thread_ts = excluded.thread_ts, user_id = excluded.user_id, text = excluded.text, "
     "reply_count = excluded.reply_count, flags = excluded.flags, more = excluded.more, "
-    "version = excluded.version, deleted = excluded.deleted, doc = excluded.doc"
+    "version = excluded.version, deleted = excluded.deleted, doc = excluded.doc, seq = excluded.seq"
 )
 
 _COPY_FROM = 200
@@ -47,13 +47,14 @@ _COPY = (
     "more, version, deleted, doc) FROM STDIN"
 )
 _FROM_INCOMING = (
-    "INSERT INTO messages SELECT chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
+    "INSERT INTO messages (chan, ts_key, ts, thread_key, thread_ts, user_id, text, reply_count, "
+    "flags, more, version, deleted, doc) SELECT chan, ts_key, ts, thread_key, thread_ts, user_id, text, "
     "reply_count, flags, more, version, deleted, CASE WHEN deleted THEN NULL ELSE "
     f"to_tsvector('{TS_CONFIG}', doc) END FROM incoming "
     "ON CONFLICT (chan, ts_key) DO UPDATE SET ts = excluded.ts, thread_key = excluded.thread_key, "
     "thread_ts = excluded.thread_ts, user_id = excluded.user_id, text = excluded.text, "
     "reply_count = excluded.reply_count, flags = excluded.flags, more = excluded.more, "
-    "version = excluded.version, deleted = excluded.deleted, doc = excluded.doc"
+    "version = excluded.version, deleted = excluded.deleted, doc = excluded.doc, seq = excluded.seq"
 )
 
 
@@ -74,6 +75,9 @@ class PgApplier(EventApplier[PgRow]):
         # Row writes not sent yet: sent together (executemany) before any other statement
         # and at the end of the batch, a few round trips for thousands of rows.
         self._pending: dict[tuple[int, int], tuple[object, ...]] = {}
+        # A channel's rows were deleted: a channel whose rows all predate schema 2 (no seq)
+        # keeps its search version through that, so the batch counts as a removal.
+        self.forgot = False
 
     def flush(self) -> None:
         """Send the buffered row writes (before the batch commits)."""
@@ -208,6 +212,7 @@ class PgApplier(EventApplier[PgRow]):
             "UPDATE channels SET name = NULL, erased_through = %s WHERE id = %s", (through, chan)
         )
         self._channels[(team, channel)] = (chan, through)
+        self.forgot = True
         for cached in [k for k in self._rows if k[0] == chan]:
             del self._rows[cached]
         result.applied += 1

@@ -3,7 +3,8 @@
 A read sees the last committed state and never waits for a writer (MVCC). Channel ids are
 cached once found: an id never changes (forgetting a channel keeps its row).
 
-Search candidates are ``_pg_search``'s.
+Search candidates are ``_pg_search``'s, from what earlier searches read while the channel's
+search version holds (``_pg_search_cache``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import psycopg
 from chanctx.cache import ts_key
 from chanctx.cache.channel_store._pg_errors import translated
 from chanctx.cache.channel_store._pg_search import PgSearch
+from chanctx.cache.channel_store._pg_search_cache import SearchCache
 from chanctx.cache.channel_store._pg_sql import pyformat
 from chanctx.cache.channel_store._reads_shared import COLUMNS, SharedReads
 from chanctx.cache.channel_store._records import (
@@ -46,7 +48,16 @@ class PgReads(SharedReads):
 
     def __init__(self) -> None:
         self._chan_ids: dict[tuple[str, str], int] = {}
-        self._search = PgSearch(self._query)
+        self._search = PgSearch(self._query, cache=SearchCache())
+
+    @property
+    def search_cache(self) -> SearchCache | None:
+        """What searches read before (None: every search reads everything anew)."""
+        return self._search.cache
+
+    @search_cache.setter
+    def search_cache(self, cache: SearchCache | None) -> None:
+        self._search.cache = cache
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[TupleRow]:
         try:

@@ -16,6 +16,18 @@ find the work done.
 Full-text search is a ``tsvector`` column of ``messages`` (the document of ``_rows.document``:
 text, author, file titles) with a GIN index; a tombstone's is NULL. Text and lexemes live in
 one row, so a deletion or an edit removes both in one statement.
+
+*Search versions* (version 2). Every row a write inserts or rewrites takes the next value of
+``message_seq`` into ``messages.seq`` (the column's default, and ``seq = excluded.seq`` in the
+upserts), and a purge, a size cut or a batch that forgot a channel adds one to
+``schema_version.removed`` in its transaction (a channel whose rows all predate version 2
+has no ``seq``: deleting them leaves its ``max(seq)`` NULL, as it was).
+So ``(max(seq) of a channel, removed)`` moves whenever the channel's searchable rows change,
+on any replica, and reading it is one backward step of the ``messages_seq`` index
+(``_pg_search_cache``). Writes to one team's channels run under that team's advisory lock
+(``postgres``), so their ``seq`` values follow the order they commit in: a reader never sees a
+later value while an earlier one is still uncommitted. No row is shared between writers: the
+purge and the size cut already update the ``schema_version`` row last in their transactions.
 """
 
 from __future__ import annotations
@@ -37,7 +49,7 @@ __all__ = [
     "prepare_schema",
 ]
 
-PG_SCHEMA_VERSION = 1
+PG_SCHEMA_VERSION = 2
 # The advisory lock key of migrations ("ccs1" as an int, the SQLite store's application id).
 MIGRATION_LOCK = 0x63637331
 # English stems and stop words: the nearest of PostgreSQL's configurations to the in-memory
@@ -48,8 +60,10 @@ TABLES = ("channels", "users", "messages", "pins", "files", "cursors", "schema_v
 _SCHEMA = """
 CREATE TABLE schema_version (
     version integer NOT NULL,
-    erase_pending boolean NOT NULL DEFAULT false  -- a batch removed text; VACUUM FULL is due
+    erase_pending boolean NOT NULL DEFAULT false, -- a batch removed text; VACUUM FULL is due
+    removed bigint NOT NULL DEFAULT 0  -- purges and size cuts so far (search versions)
 );
+CREATE SEQUENCE message_seq;
 CREATE TABLE channels (
     id bigserial PRIMARY KEY,
     team text NOT NULL,
@@ -78,8 +92,10 @@ CREATE TABLE messages (
     version bigint NOT NULL,        -- the edit's ts key, 0 if never edited
     deleted boolean NOT NULL,       -- a tombstone: no text, no lexemes, wins over copies
     doc tsvector,                   -- the full-text document's lexemes (NULL for a tombstone)
+    seq bigint DEFAULT nextval('message_seq'),  -- the write that last set the row (version 2)
     PRIMARY KEY (chan, ts_key)
 );
+CREATE INDEX messages_seq ON messages (chan, seq);
 CREATE INDEX messages_thread ON messages (chan, thread_key, ts_key) WHERE thread_key IS NOT NULL;
 CREATE INDEX messages_doc ON messages USING gin (doc);
 CREATE INDEX messages_user ON messages (user_id) WHERE NOT deleted;
@@ -106,8 +122,25 @@ CREATE TABLE cursors (
 )
 """
 
+
+def _add_search_versions(conn: psycopg.Connection[TupleRow]) -> None:
+    """1 -> 2: ``messages.seq``, its index and ``schema_version.removed``. The rows already
+    stored keep a NULL ``seq`` (adding a column with a volatile default would rewrite the
+    table); ``max(seq)`` ignores them, and their first rewrite gives them one."""
+    for statement in (
+        "CREATE SEQUENCE message_seq",
+        "ALTER TABLE messages ADD COLUMN seq bigint",
+        "ALTER TABLE messages ALTER COLUMN seq SET DEFAULT nextval('message_seq')",
+        "CREATE INDEX messages_seq ON messages (chan, seq)",
+        "ALTER TABLE schema_version ADD COLUMN removed bigint NOT NULL DEFAULT 0",
+    ):
+        conn.execute(statement.encode())
+
+
 # version -> the step that takes a store from it to the next version (in one transaction).
-PG_MIGRATIONS: dict[int, Callable[[psycopg.Connection[TupleRow]], None]] = {}
+PG_MIGRATIONS: dict[int, Callable[[psycopg.Connection[TupleRow]], None]] = {
+    1: _add_search_versions,
+}
 
 
 def prepare_schema(conn: psycopg.Connection[TupleRow], schema: str, where: str) -> int:

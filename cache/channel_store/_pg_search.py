@@ -29,6 +29,13 @@ of them: each one offered costs the caller a fetch and tokenising before it rank
 answer, and at 1,000,000 messages the ranking's top 10 took older messages almost only from the
 best ten offered (docs/design.md, "The channel store on PostgreSQL"). A smaller channel's older
 part is soon pulled whole (the caller keeps what it pulled), so it gets what it asks for.
+
+*Kept reads* (``cache``: a :class:`SearchCache`, the store's default). What steps 1-3 read is
+kept per term while the channel's search version holds, and a question made of words read
+before is answered from it with the statement's arithmetic (``_pg_search_cache``): one
+statement, the version read. A channel whose version moved since its previous search (one
+written between every two searches) is searched by the statements, its version read in the
+sample's statement: it costs what it did with nothing kept.
 """
 
 from __future__ import annotations
@@ -36,11 +43,20 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
 from chanctx.cache.channel_store._pg_schema import TS_CONFIG
+from chanctx.cache.channel_store._pg_search_cache import (
+    Pieces,
+    SearchCache,
+    Version,
+    assembled,
+    keep,
+    parts_statement,
+    scored,
+)
+from chanctx.cache.channel_store._pg_search_plan import PHRASE, Plan, Sample
 from chanctx.cache.channel_store._pg_sizes import ChannelSizes
 from chanctx.cache.channel_store._records import Candidate
 from psycopg.rows import TupleRow
@@ -53,47 +69,34 @@ OLDER = 10  # candidates older than ``before`` offered in a large channel, at mo
 LARGE = 20_000  # a channel larger than this is large
 FILL_SCAN = 50_000  # the newest messages looked at for common terms, at most
 _K1, _B = 1.2, 0.4
-# A term's tsquery is sent as a constant: a function call in a statement would be evaluated
-# again for every row it is tested on (phraseto_tsquery is not folded into a constant there).
-_PHRASE = "%s::tsquery"
 _KNOWN_TERMS = 10_000  # tsqueries remembered (the words people ask about repeat)
 
 Query = Callable[[str, Sequence[Any]], list[TupleRow]]
 
 
-@dataclass(frozen=True, slots=True)
-class _Sample:
-    rows: int  # messages in the sample (fewer than SAMPLE: the whole channel)
-    mean_length: float  # lexemes a message
-    hits: list[int]  # per term
-    pairs: dict[tuple[int, int], int]  # per pair of terms (i < j)
-
-
-@dataclass(slots=True)
-class _Plan:
-    """Which rows one search reads, and the weights it scores them with."""
-
-    phrases: list[str]
-    rare: list[int]  # terms counted exactly on the rows read
-    weights: list[float]  # the estimated IDF of each term (used for the common ones)
-    size: int  # live messages in the channel
-    drive: list[str] = field(default_factory=list)  # tsquery parts OR-ed: every row read
-    drive_args: list[str] = field(default_factory=list)
-    fill: list[str] = field(default_factory=list)  # common terms: their newest rows
-    fill_scan: int = 0  # the newest messages the fill looks at, at most
-    before: int | None = None  # only rows older than this key are offered
-
-
 class PgSearch:
-    """The search half of the PostgreSQL store's reads: ``query`` runs one statement."""
+    """The search half of the PostgreSQL store's reads: ``query`` runs one statement;
+    ``cache`` keeps what searches read (None: every search reads everything anew)."""
 
     def __init__(
-        self, query: Query, clock: Callable[[], float] = time.monotonic, *, large: int = LARGE
+        self,
+        query: Query,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        large: int = LARGE,
+        sample: int = SAMPLE,
+        drive: int = DRIVE,
+        cache: SearchCache | None = None,
     ) -> None:
+        """``large``, ``sample``, ``drive``: :data:`LARGE`, :data:`SAMPLE`, :data:`DRIVE`
+        (smaller in tests, so a small channel takes every path)."""
         self._query = query
         self._large = large
+        self._sample_size = sample
+        self._drive = drive
         self._sizes = ChannelSizes(query, clock)
         self._known: dict[str, str] = {}  # term -> its tsquery as text ("" for stop words)
+        self.cache = cache
 
     def candidates(
         self, chan: int, terms: Sequence[str], limit: int, *, before: int | None = None
@@ -103,10 +106,72 @@ class PgSearch:
         phrases = self._tsqueries(terms)
         if not phrases:
             return []
-        sample = self._sample(chan, phrases)
-        if sample.rows == 0:
+        if self.cache is None:
+            sample = self._sample(chan, phrases)
+            plan = self._plan(chan, phrases, sample, limit, before)
+            return [] if plan is None else self._scored(chan, plan, _mean(sample), plan.limit)
+        return self._remembered(self.cache, chan, phrases, limit, before)
+
+    def _remembered(
+        self, cache: SearchCache, chan: int, phrases: list[str], limit: int, before: int | None
+    ) -> list[Candidate]:
+        """``candidates`` from what was read before at the channel's version, reading what is
+        missing (``_pg_search_cache``). A channel whose version moved since its last search
+        (an ingest-heavy one moves every commit) is searched by the statement, as with no
+        cache, its version read in the sample's statement: it costs what it did."""
+        pieces = cache.get(chan)
+        sample: Sample | None = None
+        if pieces is None or pieces.moving:
+            statement = sample_statement(chan, phrases, self._sample_size, version=True)
+            row = self._query(*statement)[0]
+            version = _version(row[0], row[1])
+            sample = sample_of(row[2:], len(phrases))
+            if pieces is None or pieces.version != version:
+                pieces = cache.start(chan, version, moving=pieces is not None)
+            else:
+                pieces.moving = False  # still at the version it moved to: keep reads now
+        else:
+            version = _version(*self._query(VERSION, [chan])[0])
+            if version != pieces.version:
+                pieces = cache.start(chan, version, moving=True)
+        with cache.lock:
+            if sample is None:
+                sample = _kept_sample(pieces, phrases)
+        if sample is None:
+            sample = self._sample(chan, phrases)
+        with cache.lock:
+            pieces.sample = (sample.rows, sample.mean_length)
+            pieces.hits.update(zip(phrases, sample.keys, strict=True))
+        plan = self._plan(chan, phrases, sample, limit, before)
+        if plan is None:
             return []
-        size = sample.rows if sample.rows < SAMPLE else self._sizes.size(chan)
+        if pieces.moving:
+            return self._scored(chan, plan, _mean(sample), plan.limit)
+        with cache.lock:
+            rows, need = assembled(pieces, plan)
+        if need:
+            found = self._query(*parts_statement(chan, plan, need))
+            with cache.lock:
+                keep(pieces, plan, need, found)
+                rows, need = assembled(pieces, plan)
+            cache.trim(chan, pieces)
+        if rows is None or need:  # more than DRIVE rows read whole: the statement decides
+            return self._scored(chan, plan, _mean(sample), plan.limit)
+        with cache.lock:
+            ts = pieces.ts
+        return scored(
+            rows.keys, rows.lengths, rows.matches, plan.rare, plan.weights, plan.size,
+            _mean(sample), plan.limit, plan.before, ts,
+        )  # fmt: skip
+
+    def _plan(
+        self, chan: int, phrases: list[str], sample: Sample, limit: int, before: int | None
+    ) -> Plan | None:
+        """What to read for ``phrases`` (the module docstring's steps 1-2); None: nothing."""
+        if sample.rows == 0:
+            return None
+        whole_channel = sample.rows < self._sample_size
+        size = sample.rows if whole_channel else self._sizes.size(chan)
         if before is not None and size > self._large:
             limit = min(limit, OLDER)  # each answer would pull its older matches anew
         scale = size / sample.rows
@@ -116,39 +181,37 @@ class PgSearch:
         whole: list[int] = []
         budget = 0.0
         for n in sorted(range(len(phrases)), key=lambda n: estimate[n]):
-            if sample.rows < SAMPLE or budget + estimate[n] <= DRIVE:
+            if whole_channel or budget + estimate[n] <= self._drive:
                 whole.append(n)
                 budget += estimate[n]
-        plan = _Plan(phrases, whole, [idf(size, e) for e in estimate], size, before=before)
-        plan.drive = [_PHRASE for _ in whole]
-        plan.drive_args = [phrases[n] for n in whole]
+        weights = [idf(size, e) for e in estimate]
+        plan = Plan(phrases, whole, weights, size, limit, self._drive, before=before)
         common = [n for n in range(len(phrases)) if n not in whole]
-        for i, j in sorted(combinations(common, 2), key=lambda p: sample.pairs[p]):
-            joint = sample.pairs[(i, j)] * scale
-            if budget + joint > DRIVE:
+        for i, j in sorted(combinations(common, 2), key=lambda p: sample.pair(*p)):
+            joint = sample.pair(i, j) * scale
+            if budget + joint > self._drive:
                 break
-            plan.drive.append(f"({_PHRASE} && {_PHRASE})")
-            plan.drive_args += [phrases[i], phrases[j]]
+            plan.pairs.append((i, j))
             budget += joint
         if common:  # the newest messages holding a common term take what is left
-            plan.fill = [phrases[n] for n in common]
+            plan.common = common
             share = max(sample.hits[n] for n in common) / sample.rows
             plan.fill_scan = min(FILL_SCAN, max(4 * limit, int(2 * limit / max(share, 1e-9))))
-        return self._scored(chan, plan, max(sample.mean_length, 1.0), limit)
+        return plan
 
-    def _scored(self, chan: int, plan: _Plan, mean_length: float, limit: int) -> list[Candidate]:
+    def _scored(self, chan: int, plan: Plan, mean_length: float, limit: int) -> list[Candidate]:
         """One statement: read the rows the plan names (at most DRIVE, and ``limit`` more of
         the fill), count the rare terms' frequencies among them, score, keep the best."""
         k = len(plan.phrases)
         columns = "ts_key, ts, length(doc) AS len, " + ", ".join(
-            f"doc @@ {_PHRASE} AS h{n}" for n in range(k)
+            f"doc @@ {PHRASE} AS h{n}" for n in range(k)
         )
         parts: list[str] = []
         args: list[Any] = []
         if plan.drive:
             parts.append(
                 f"(SELECT {columns} FROM messages WHERE chan = %s "
-                f"AND doc @@ ({' || '.join(plan.drive)}) LIMIT {DRIVE})"
+                f"AND doc @@ ({' || '.join(plan.drive)}) LIMIT {int(plan.cap)})"
             )
             args += [*plan.phrases, chan, *plan.drive_args]
         if plan.fill:
@@ -159,7 +222,7 @@ class PgSearch:
             parts.append(
                 f"(SELECT {columns} FROM (SELECT ts_key, ts, doc FROM messages WHERE chan = %s"
                 f"{older} ORDER BY ts_key DESC LIMIT {int(plan.fill_scan)}) newest "
-                f"WHERE doc @@ ({' || '.join(_PHRASE for _ in plan.fill)}) LIMIT {int(limit)})"
+                f"WHERE doc @@ ({' || '.join(PHRASE for _ in plan.fill)}) LIMIT {int(limit)})"
             )
             args += [*plan.phrases, chan, *([] if plan.before is None else [plan.before])]
             args += plan.fill
@@ -202,23 +265,54 @@ class PgSearch:
             self._known.update(zip(unknown, (str(q) for q in row), strict=True))
         return list(dict.fromkeys(q for q in (self._known[t] for t in wanted) if q))
 
-    def _sample(self, chan: int, phrases: list[str]) -> _Sample:
-        """Every term and pair of terms tested on the channel's newest SAMPLE messages."""
-        pairs = list(combinations(range(len(phrases)), 2))
-        singles = ", ".join(f"count(*) FILTER (WHERE doc @@ {_PHRASE})" for _ in phrases)
-        both = "".join(f", count(*) FILTER (WHERE doc @@ ({_PHRASE} && {_PHRASE}))" for _ in pairs)
-        row = self._query(
-            f"SELECT count(*), avg(length(doc)), {singles}{both} FROM (SELECT doc FROM messages "
-            f"WHERE chan = %s AND doc IS NOT NULL ORDER BY ts_key DESC LIMIT {SAMPLE}) s",
-            [*phrases, *[p for i, j in pairs for p in (phrases[i], phrases[j])], chan],
-        )[0]
-        k = len(phrases)
-        return _Sample(
-            rows=int(row[0]),
-            mean_length=float(row[1] or 0.0),
-            hits=[int(h) for h in row[2 : 2 + k]],
-            pairs={p: int(h) for p, h in zip(pairs, row[2 + k :], strict=True)},
-        )
+    def _sample(self, chan: int, phrases: Sequence[str]) -> Sample:
+        """Every term tested on the channel's newest SAMPLE messages (the keys that hold it:
+        a pair's count is the two sets' intersection)."""
+        statement = sample_statement(chan, phrases, self._sample_size)
+        return sample_of(self._query(*statement)[0], len(phrases))
+
+
+def sample_statement(
+    chan: int, phrases: Sequence[str], size: int, version: bool = False
+) -> tuple[str, list[Any]]:
+    """The sample's statement; ``version``: the channel's search version first, read in the
+    same snapshot (``_pg_search_cache``)."""
+    keys = "".join(f", array_agg(ts_key) FILTER (WHERE doc @@ {PHRASE})" for _ in phrases)
+    head = f"{VERSION_COLUMNS}, " if version else ""
+    sql = (
+        f"SELECT {head}count(*), avg(length(doc)){keys} FROM (SELECT ts_key, doc FROM messages "
+        f"WHERE chan = %s AND doc IS NOT NULL ORDER BY ts_key DESC LIMIT {int(size)}) s"
+    )
+    return sql, [*([chan] if version else []), *phrases, chan]
+
+
+def sample_of(row: Sequence[Any], terms: int) -> Sample:
+    return Sample(
+        rows=int(row[0]),
+        mean_length=float(row[1] or 0.0),
+        keys=[frozenset(k or ()) for k in row[2 : 2 + terms]],
+    )
+
+
+def _mean(sample: Sample) -> float:
+    return max(sample.mean_length, 1.0)
+
+
+VERSION_COLUMNS = (
+    "(SELECT max(seq) FROM messages WHERE chan = %s), (SELECT removed FROM schema_version)"
+)
+VERSION = f"SELECT {VERSION_COLUMNS}"
+
+
+def _version(seq: int | None, removed: int) -> Version:
+    return (-1 if seq is None else int(seq), int(removed))
+
+
+def _kept_sample(pieces: Pieces, phrases: Sequence[str]) -> Sample | None:
+    if pieces.sample is None or any(p not in pieces.hits for p in phrases):
+        return None
+    rows, mean = pieces.sample
+    return Sample(rows, mean, [pieces.hits[p] for p in phrases])
 
 
 def idf(size: int, df: float) -> float:

@@ -52,6 +52,14 @@ log = logging.getLogger("chanctx.cache.channel_store")
 _FRESH = 0.25  # seconds a connection that just ran a statement is trusted without a check
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _TEAM_LOCKS = 0x63637332  # the advisory lock space of per-team write locks
+# Writes hold this advisory lock shared, a purge or a size cut exclusive, each first in its
+# transaction: their row locks never interleave (a size cut's DELETE and a batch's upsert took
+# the same rows in opposite orders and deadlocked, found by a test running them together).
+_REMOVAL_LOCK = 0x63637333
+# A purge, a size cut or a forgotten channel removed rows: an erase pass is due, and searches
+# read again (``_pg_schema``).
+# The last statement of those transactions, as the flag alone was before: no new lock order.
+_REMOVED = "UPDATE schema_version SET erase_pending = true, removed = removed + 1"
 
 
 class PostgresChannelStore(PgReads):
@@ -162,6 +170,7 @@ class PostgresChannelStore(PgReads):
         teams = sorted({e.team for e in events})
         try:
             with self._connection() as conn, conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (_REMOVAL_LOCK,))
                 for team in teams:
                     conn.execute(
                         "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_TEAM_LOCKS, team)
@@ -171,7 +180,9 @@ class PostgresChannelStore(PgReads):
                 for event in events:
                     applier.apply(event, result)
                 applier.flush()
-                if result.erased:
+                if applier.forgot:
+                    conn.execute(_REMOVED)
+                elif result.erased:
                     conn.execute("UPDATE schema_version SET erase_pending = true")
         except psycopg.Error as error:
             raise translated(error, self.where) from None
@@ -191,7 +202,11 @@ class PostgresChannelStore(PgReads):
             return result
         try:
             with self._connection() as conn, conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_TEAM_LOCKS, team))
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock_shared(%s), pg_advisory_xact_lock(%s, "
+                    "hashtext(%s))",
+                    (_REMOVAL_LOCK, _TEAM_LOCKS, team),
+                )
                 applier = PgApplier(conn, self._horizon())
                 post_bulk(applier, team, channel, rows, result)
                 applier.flush()
@@ -260,10 +275,11 @@ class PostgresChannelStore(PgReads):
             return 0
         try:
             with self._connection() as conn, conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_REMOVAL_LOCK,))
                 conn.execute("DELETE FROM pins WHERE ts_key < %s", (horizon,))
                 gone = conn.execute("DELETE FROM messages WHERE ts_key < %s", (horizon,)).rowcount
-                if gone:
-                    conn.execute("UPDATE schema_version SET erase_pending = true")
+                if gone:  # ``removed``: every replica's remembered search reads go stale
+                    conn.execute(_REMOVED)
         except psycopg.Error as error:
             raise translated(error, self.where) from None
         if gone:
@@ -286,12 +302,13 @@ class PostgresChannelStore(PgReads):
             keep = int(count * max_bytes / size * 0.95)
             try:
                 with self._connection() as conn, conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_REMOVAL_LOCK,))
                     gone = conn.execute(
                         "DELETE FROM messages WHERE (chan, ts_key) IN (SELECT chan, ts_key "
                         "FROM messages ORDER BY ts_key LIMIT %s)",
                         (max(count - keep, 1),),
                     ).rowcount
-                    conn.execute("UPDATE schema_version SET erase_pending = true")
+                    conn.execute(_REMOVED)
             except psycopg.Error as error:
                 raise translated(error, self.where) from None
             total += gone

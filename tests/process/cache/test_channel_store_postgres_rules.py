@@ -186,7 +186,7 @@ def test_replicas_opening_at_once_migrate_once_and_a_newer_schema_stops_with_one
         thread.start()
     for thread in threads:
         thread.join()
-    assert not errors and {s.schema_version for s in opened} == {1}
+    assert not errors and {s.schema_version for s in opened} == {2}
     for store in opened:
         store.close()
     with postgres.admin() as conn:
