@@ -62,7 +62,7 @@ __all__ = ["CAP", "SCORED", "WINDOW", "RowCache", "candidates"]
 
 CAP = 2_000  # row ids read a term, at most (one more tells a common term)
 SCORED = 200  # matches bm25() ranks, at most (each call reads the row's length)
-WINDOW = 500  # with ``before``: the best matches of all among which the older are sought
+WINDOW = 200  # with ``before``: the best matches of all among which the older are sought
 _SHARDS_A_QUERY = 100  # a compound SELECT holds at most 500 (SQLite's default limit)
 _IDS_A_QUERY = 900  # bound parameters a statement, under SQLite's old default of 999
 _TERMS_KEPT = 512  # terms' row ids remembered (each at most CAP + 1 ids, 8 bytes each)
@@ -174,7 +174,7 @@ def candidates(
     """The best ``limit`` messages of channel ``chan`` for any of ``phrases`` (FTS5 phrase
     queries of the channel's scoped terms), read as the module docstring says; ``cache``:
     where row ids and ts read before are kept. ``before`` (a ts key): the best ``limit`` of
-    those older, sought among the best :data:`WINDOW` (at least ``limit``) of all."""
+    those older, sought among the best ``limit`` of all, or :data:`WINDOW` if more."""
     cache = cache or RowCache()
     window = limit if before is None else max(limit, WINDOW)
     newest_first = sorted(shards, reverse=True)
