@@ -14,14 +14,12 @@ import threading
 import pytest
 from chanctx.cache.channel_store import (
     ChannelForgotten,
-    FileDeleted,
     FileShared,
     MessageDeleted,
     MessageEdited,
     MessagePosted,
     PostgresChannelStore,
     StoreEvent,
-    UserForgotten,
     plain_message_row,
     post_rows,
 )
@@ -38,11 +36,10 @@ from tests.support.postgres_server import (
     pg_schema,
     postgres,
 )
+from tests.support.store_steps import BASE, T, event, ts
 
 __all__ = ["pg_schema", "postgres"]
 
-T = "T1"
-BASE = 1_700_000_000
 WORDS = ("deploy", "pool", "zanzibar", "lunch", "timeout")
 ASKED = (
     ["deploy"],
@@ -52,10 +49,6 @@ ASKED = (
     ["zanzibar", "timeout", "lunch"],
 )
 SEEDED = 60  # messages each channel starts with: past the small sample and drive below
-
-
-def ts(second: int) -> str:
-    return f"{BASE + second}.000000"
 
 
 def seed_text(n: int) -> str:
@@ -91,26 +84,6 @@ def answers(store: PostgresChannelStore, search: PgSearch) -> list[object]:
                 found = [] if chan is None else search.candidates(chan, terms, limit, before=before)
                 out.append([(c.ts, c.score) for c in found])
     return out
-
-
-def event(kind: int, second: int, channel: str, words: list[str]) -> StoreEvent:
-    text = " ".join(words)
-    if kind == 0:
-        user = "U2" if second % 3 == 0 else "U1"
-        return MessagePosted(T, Message(channel=channel, ts=ts(second), user_id=user, text=text))
-    if kind == 1:
-        return MessageEdited(T, channel, ts(second), text, ts(second + 1_000))
-    if kind == 2:
-        return MessageDeleted(T, channel, ts(second))
-    if kind == 3:
-        return UserForgotten(T, "U2")
-    if kind == 4:
-        ref = FileRef(artifact_id="F1", title="zanzibar deploy notes")
-        message = Message(channel=channel, ts=ts(second), user_id="U1", text=text, files=(ref,))
-        return MessagePosted(T, message)
-    if kind == 5:
-        return FileDeleted(T, "F1")
-    return ChannelForgotten(T, channel)
 
 
 def apply(store: PostgresChannelStore, step: tuple[int, int, str, list[str]]) -> None:

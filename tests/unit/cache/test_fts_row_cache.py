@@ -14,14 +14,10 @@ from tempfile import TemporaryDirectory
 
 from chanctx.cache.channel_store import (
     ChannelForgotten,
-    FileDeleted,
     FileShared,
     MessageDeleted,
-    MessageEdited,
     MessagePosted,
     SqliteChannelStore,
-    StoreEvent,
-    UserForgotten,
 )
 from chanctx.cache.channel_store._fts_search import CAP
 from chanctx.cache.channel_store.bulk import plain_message_row, post_rows
@@ -29,14 +25,10 @@ from chanctx.context import FileRef, Message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-T = "T1"
-BASE = 1_700_000_000
+from tests.support.store_steps import T, event, ts
+
 WORDS = ("deploy", "pool", "zanzibar", "lunch")
 ASKED = (["deploy"], ["deploy", "zanzibar"], ["pool", "lunch"], ["zanzibar"])
-
-
-def ts(second: int) -> str:
-    return f"{BASE + second}.000000"
 
 
 def _answers(store: SqliteChannelStore) -> list[object]:
@@ -53,27 +45,6 @@ def _fresh(path: Path) -> list[object]:
         return _answers(reader)
     finally:
         reader.close()
-
-
-def _event(kind: int, second: int, channel: str, words: list[str]) -> StoreEvent:
-    text = " ".join(words)
-    if kind == 0:
-        user = "U2" if second % 3 == 0 else "U1"
-        message = Message(channel=channel, ts=ts(second), user_id=user, text=text)
-        return MessagePosted(T, message)
-    if kind == 1:
-        return MessageEdited(T, channel, ts(second), text, ts(second + 1_000))
-    if kind == 2:
-        return MessageDeleted(T, channel, ts(second))
-    if kind == 3:
-        return UserForgotten(T, "U2")
-    if kind == 4:
-        ref = FileRef(artifact_id="F1", title="zanzibar deploy notes")
-        message = Message(channel=channel, ts=ts(second), user_id="U1", text=text, files=(ref,))
-        return MessagePosted(T, message)
-    if kind == 5:
-        return FileDeleted(T, "F1")
-    return ChannelForgotten(T, channel)
 
 
 _step = st.tuples(
@@ -105,9 +76,9 @@ def test_the_remembering_store_answers_as_a_fresh_one(
                     post_rows(store, T, channel, rows)
                 elif kind == 5:
                     store.write([FileShared(T, FileRef(artifact_id="F1"), channel, ts(second))])
-                    store.write([_event(kind, second, channel, words)])
+                    store.write([event(kind, second, channel, words)])
                 else:
-                    store.write([_event(kind, second, channel, words)])
+                    store.write([event(kind, second, channel, words)])
                 expected = _fresh(path)
                 assert _answers(store) == expected
                 assert _answers(beside) == expected
