@@ -238,7 +238,7 @@ def _scored(found: Sequence[Sequence[int]], size: int) -> tuple[IntArray, FloatA
 def _sorted_rows(found: Sequence[Sequence[int]]) -> tuple[IntArray, IntArray]:
     """(every row read, ascending, repeats kept; where each came from in the reads laid end to
     end). A stable sort of lists each already sorted (newest first: reversed, then merged) is
-    far cheaper than ``np.unique``, which starts from scratch (docs/design.md)."""
+    far cheaper than ``np.unique``, which starts from scratch."""
     read = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in found])
     order = np.argsort(read, kind="stable")
     return read[order], order

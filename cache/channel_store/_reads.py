@@ -138,7 +138,7 @@ class Reads(SharedReads):
         )
         if not shards:
             return []
-        # The same best ``limit``; with ``before``, only those older (the search is unchanged).
+        # With ``before``: the best ``limit`` older ones, sought among the best of all.
         older = None if before is None else ts_key(before)
         return candidates(self._query, chan, shards, phrases, limit, cache, before=older)
 
