@@ -56,7 +56,9 @@ FIRST = 5  # answers timed right after the restart, while the build runs
 
 class PlainBm25Store(SqliteChannelStore):
     """The store with ``search_candidates`` as it was: FTS5's ``bm25()`` over every match of
-    any term, each shard's best ``limit``, then the best of those."""
+    any term, each shard's best ``limit``, then the best of those; with ``before``, the best
+    :data:`CANDIDATES` of the channel, the newer dropped, then at most ``limit`` of them (a
+    large index now asks for a few older ones; this store then answers from the same 500)."""
 
     def search_candidates(
         self,
@@ -71,24 +73,25 @@ class PlainBm25Store(SqliteChannelStore):
         query = scoped_query(chan, terms) if chan is not None else None
         if chan is None or query is None or limit <= 0:
             return []
+        asked = limit if before is None else max(limit, CANDIDATES)
         shards = [
             s for (s,) in self._query("SELECT shard FROM chan_shards WHERE chan = ?", (chan,))
         ]
         parts = [
             f"SELECT m.ts, f.rank FROM (SELECT rowid, rank FROM {t} WHERE {t} MATCH ?1 "
-            f"ORDER BY rank LIMIT {int(limit)}) f JOIN messages m ON m.id = f.rowid "
+            f"ORDER BY rank LIMIT {int(asked)}) f JOIN messages m ON m.id = f.rowid "
             "WHERE m.chan = ?2"
             for t in map(shard_table, shards)
         ]
         if not parts:
             return []
         found = self._query(
-            f"SELECT rank, ts FROM ({' UNION ALL '.join(parts)}) ORDER BY rank LIMIT {int(limit)}",
+            f"SELECT rank, ts FROM ({' UNION ALL '.join(parts)}) ORDER BY rank LIMIT {int(asked)}",
             (query, chan),
         )
         best = [Candidate(str(ts), -float(rank)) for rank, ts in found]
         older = None if before is None else ts_key(before)  # the best, those older than it
-        return best if older is None else [c for c in best if ts_key(c.ts) < older]
+        return best if older is None else [c for c in best if ts_key(c.ts) < older][:limit]
 
 
 def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
