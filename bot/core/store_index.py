@@ -6,8 +6,8 @@ a thread of its own (never on the intake path): the newest messages first, page 
 the channel is read or the byte budget (``--history-mb``, :func:`message_bytes` a message) is
 full; then they are indexed oldest first, the order the index links conversations in. A channel
 larger than the budget keeps its newest part in memory, and each search pulls the older
-messages that FTS5 finds for its keywords (``search_candidates``) into the index before
-ranking, so an old fact still reaches the ranking (it is scored without the neighbours the
+messages that FTS5 finds for its keywords (``search_candidates``; a word the index already holds
+thousands of messages with is not asked) into the index before ranking, so an old fact still reaches the ranking (it is scored without the neighbours the
 index does not hold). Indexes of the least recently searched channels are dropped first when
 the budget is over.
 
@@ -33,7 +33,9 @@ from chanctx.cache import message_bytes, ts_key
 from chanctx.context import Message, Names
 from chanctx.tools import ChannelIndex, SearchScope, keywords
 
-__all__ = ["BUILD_WAIT", "CANDIDATES", "INTERIM_HELD", "LARGE", "OLDER", "PAGE", "StoreIndexes"]
+__all__ = [
+    "BUILD_WAIT", "CANDIDATES", "HELD", "INTERIM_HELD", "LARGE", "OLDER", "PAGE", "StoreIndexes",
+]  # fmt: skip
 
 logger = logging.getLogger("chanctx.store_index")
 _TELL_BUILDS_FROM = 1.0  # seconds: a build this long is logged at INFO, a shorter one at DEBUG
@@ -46,6 +48,11 @@ CANDIDATES = 500  # FTS5 matches asked for when a channel's older part is not in
 # (docs/design.md, "The older tier"). A smaller index is soon the whole channel (pulled
 # messages stay), so it asks for as many as it can use.
 OLDER, LARGE = 30, 20_000
+# A word the index already holds this many messages with is not asked of the store: the store
+# offers a common word's newest matches, which the index holds, and ranks its older matches
+# below any rare word's, so asking for it cost most of an answer's reads and changed almost
+# nothing (docs/design.md, "The older tier").
+HELD = 2_000
 # Seconds from the start of a channel's build until its searches stop waiting for it and rank
 # the interim index: a small channel's build ends within it (then the search ranks the whole
 # index), a large one's takes minutes, and the interim already covers everything stored, so
@@ -111,6 +118,7 @@ class StoreIndexes:
         build_wait: float = BUILD_WAIT,
         older: int = OLDER,
         large: int = LARGE,
+        held_enough: int = HELD,
     ) -> None:
         self._record = record
         self.max_bytes = max_bytes
@@ -119,6 +127,7 @@ class StoreIndexes:
         self._cached = cached
         self._candidates = candidates
         self._older, self._large = older, large
+        self._held_enough = held_enough
         self._build_wait = build_wait
         self._entries: OrderedDict[str, _Entry] = OrderedDict()  # least recently searched first
         self._interim: dict[str, _Interim] = {}
@@ -314,17 +323,18 @@ class StoreIndexes:
         with self._lock:
             reload, entry.reload = entry.reload, set()
         wanted = set(reload)
-        if entry.oldest is not None:
-            words = [k.word for k in keywords(intent, entry.index.stemmer)]
+        oldest = entry.oldest
+        words = self._older_words(entry, intent) if oldest is not None else []
+        if oldest is not None and words:
             asked = self._candidates
             if len(entry.index) >= self._large:
                 asked = min(asked, self._older)
             found = store.search_candidates(
-                team, channel, words, asked, before=_ts_of(entry.oldest)
+                team, channel, words, asked, before=_ts_of(oldest)
             )  # the index holds the newer part
             for candidate in found:
                 key = ts_key(candidate.ts)
-                if key < entry.oldest and key not in entry.pulled:
+                if key < oldest and key not in entry.pulled:
                     entry.pulled.add(key)
                     wanted.add(key)
         if not wanted:
@@ -335,6 +345,16 @@ class StoreIndexes:
         for key in sorted(wanted):
             entry.index.queue(key, stored.get(key))  # None or a tombstone leaves the index
         self._fit(keep=channel)
+
+    def _older_words(self, entry: _Entry, intent: str) -> list[str]:
+        """The intent's words worth asking the store's older part for: those the index holds
+        fewer than ``held_enough`` messages with."""
+        bm25 = entry.index.bm25
+        return [
+            k.word
+            for k in keywords(intent, entry.index.stemmer)
+            if bm25.df(k.term) < self._held_enough
+        ]
 
     def _match(
         self, channel: str, interim: _Interim, intent: str, held: Sequence[Message], why: str

@@ -198,6 +198,37 @@ def test_a_large_index_pulls_at_most_its_few_older_matches(tmp_path: Path) -> No
     assert pulled == {100: 3, 10**6: 20}
 
 
+def test_a_word_the_index_holds_enough_of_is_not_asked_of_the_store(tmp_path: Path) -> None:
+    # "vault" is in 20 old messages and in every 10th of the rest; "quorum" only in the old
+    # ones. Once the index holds ``held_enough`` messages with a word, its older matches are not
+    # asked for; a word it holds few of still brings its older matches.
+    with stored(tmp_path) as record:
+        writer = engine(record)
+        for n in range(3_000):
+            if n < 20:
+                text = f"vault quorum note {n}"
+            else:
+                text = f"{'vault ' if n % 10 == 0 else ''}status update {n}: builds green"
+            writer.handle(message(ts(n), text, user="U1"))
+    pulled: dict[tuple[int, str], int] = {}
+    for enough in (40, 10**6):
+        for intent in ("vault", "quorum"):
+            with stored(tmp_path) as record:
+                indexes = StoreIndexes(
+                    record, max_bytes=2**19, held=lambda _channel: [], names=lambda: NAMES,
+                    held_enough=enough,
+                )  # fmt: skip
+                scope = indexes.scope(CHANNEL, wait=30.0)
+                held = len(scope.index)
+                assert 400 < held < 3_000  # the newest part, over 40 with "vault"
+                with scope.index.lock:
+                    scope.prepare(intent, NAMES)
+                    pulled[enough, intent] = len(scope.index) - held
+    older_vault = 20 + sum(1 for n in range(20, 3_000 - held) if n % 10 == 0)
+    assert pulled == {(40, "vault"): 0, (40, "quorum"): 20, (10**6, "vault"): older_vault,
+                      (10**6, "quorum"): 20}  # fmt: skip
+
+
 def test_an_edit_and_a_deletion_older_than_the_history_reach_the_index(tmp_path: Path) -> None:
     with stored(tmp_path) as record:
         writer = engine(record)
