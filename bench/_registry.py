@@ -24,6 +24,7 @@ BENCHES: Final[dict[str, tuple[str, ...]]] = {
     "locomo_store": ("Search quality (LoCoMo) from the store",),
     "index_build": ("Index built from the store",),
     "beyond_budget": ("Search beyond the budget",),
+    "index_choice": ("Index choice",),
     "answer_path": ("Answer path", "Answer path served", "Answer path tool"),
     "durable": ("Memory under load (durable answering)",),
     "scale_out": ("Scale-out on Redis",),
