@@ -13,9 +13,11 @@ the budget is over.
 
 While a build runs, live writes are queued into the new index (the history feeds this object,
 :class:`IndexSink`), and a search waits for the build at most its wait budget (``--max-wait``)
-and never past ``BUILD_WAIT`` seconds from the build's start; then it ranks an interim index: the messages the history holds plus the stored messages FTS5
-finds for the intent's keywords (the same two tiers a channel larger than the budget is served
-in), so the first answer after a start covers everything stored at any channel size.
+and never past ``BUILD_WAIT`` seconds from the build's start, nor at all once the build has
+found more than a page (``PAGE``) to read, since indexing a page takes most of that wait; then
+it ranks an interim index: the messages the history holds plus the stored messages FTS5 finds
+for the intent's keywords (the same two tiers a channel larger than the budget is served in),
+so the first answer after a start covers everything stored at any channel size.
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ class _Entry:
 
     index: ChannelIndex
     done: threading.Event = field(default_factory=threading.Event)
+    # Set once waiting cannot help: the build is done, or it found more than a page to read
+    # (indexing a page takes most of the build wait on its own).
+    settled: threading.Event = field(default_factory=threading.Event)
     started: float = field(default_factory=time.monotonic)
     read: int = 0  # messages read from the store so far
     per_message: int = 0  # bytes a message costs, measured on the build
@@ -116,6 +121,7 @@ class StoreIndexes:
         cached: Callable[[], int] = lambda: 0,
         candidates: int = CANDIDATES,
         build_wait: float = BUILD_WAIT,
+        page: int = PAGE,
         older: int = OLDER,
         large: int = LARGE,
         held_enough: int = HELD,
@@ -129,6 +135,7 @@ class StoreIndexes:
         self._older, self._large = older, large
         self._held_enough = held_enough
         self._build_wait = build_wait
+        self._page = page
         self._entries: OrderedDict[str, _Entry] = OrderedDict()  # least recently searched first
         self._interim: dict[str, _Interim] = {}
         self._lock = threading.Lock()
@@ -186,7 +193,8 @@ class StoreIndexes:
         # build runs for minutes, and every answer meanwhile would otherwise pay the full wait.
         waited = time.monotonic() - entry.started
         wait = max(min(wait, self._build_wait - waited), 0.0)
-        ready = entry.done.wait(wait)
+        entry.settled.wait(wait)
+        ready = entry.done.is_set()
         if ready and entry.failed is None:
             with self._lock:
                 self._interim.pop(channel, None)
@@ -255,6 +263,7 @@ class StoreIndexes:
             else:  # dropped (the channel was erased) before its turn came
                 entry.failed = "dropped"
                 entry.done.set()
+                entry.settled.set()
 
     def _build(self, channel: str, entry: _Entry) -> None:
         try:
@@ -281,6 +290,7 @@ class StoreIndexes:
             logger.warning("channel %s: index build failed: %s", channel, entry.failed)
         finally:
             entry.done.set()
+            entry.settled.set()
             with self._lock:  # searches rank the built index from now on
                 self._interim.pop(channel, None)
         self._fit(keep=channel)
@@ -294,7 +304,9 @@ class StoreIndexes:
         size = 0
         latest: str | None = None
         while True:
-            page = store.messages(team, channel, limit=PAGE, latest=latest)
+            page = store.messages(team, channel, limit=self._page, latest=latest)
+            if len(page) == self._page:  # more than a page: no answer waits for this build
+                entry.settled.set()
             fresh = page if latest is None else [m for m in page if m.ts != latest]
             for message in reversed(fresh):
                 cost = message_bytes(message)
@@ -311,7 +323,7 @@ class StoreIndexes:
                 size += cost
                 taken.append(message)
             entry.read = len(taken)
-            if len(page) < PAGE or not fresh:
+            if len(page) < self._page or not fresh:
                 taken.reverse()
                 return taken
             latest = page[0].ts

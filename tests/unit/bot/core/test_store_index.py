@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -227,6 +228,48 @@ def test_a_word_the_index_holds_enough_of_is_not_asked_of_the_store(tmp_path: Pa
     older_vault = 20 + sum(1 for n in range(20, 3_000 - held) if n % 10 == 0)
     assert pulled == {(40, "vault"): 0, (40, "quorum"): 20, (10**6, "vault"): older_vault,
                       (10**6, "quorum"): 20}  # fmt: skip
+
+
+def test_an_answer_does_not_wait_for_a_build_with_more_than_a_page_to_read(
+    tmp_path: Path,
+) -> None:
+    # The build reads the channel (more than a page of 50), then is held before indexing it.
+    # An answer asked meanwhile, allowed to wait an hour, ranks the interim index at once: the
+    # build cannot end within the wait. Its messages still reach the answer (FTS5's matches).
+    with stored(tmp_path) as record:
+        writer = engine(record)
+        writer.handle(message(ts(0), "the vault code is 4412", user="U1"))
+        for n in range(1, 200):
+            writer.handle(message(ts(n), f"routine note {n}", user="U2"))
+    indexing = threading.Event()
+    go_on = threading.Event()
+
+    def names() -> Names:  # the build asks for the names between reading and indexing
+        indexing.set()
+        go_on.wait(30)
+        return NAMES
+
+    with stored(tmp_path) as record:
+        indexes = StoreIndexes(
+            record, max_bytes=2**22, held=lambda _channel: [], names=names, build_wait=3_600.0,
+            page=50,
+        )  # fmt: skip
+        try:
+            indexes.start(CHANNEL)
+            assert indexing.wait(30)
+            scope = indexes.scope(CHANNEL, wait=3_600.0)
+            assert indexes.indexed(CHANNEL) == 0  # not waited for
+            with scope.index.lock:
+                scope.prepare("vault code", NAMES)
+                assert scope.index.slot(ts(0)) is not None
+        finally:
+            go_on.set()
+        deadline = time.monotonic() + 60
+        while not indexes.indexed(CHANNEL):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert indexes.indexed(CHANNEL) == 200  # the build ends, and later answers rank it
+        assert indexes.scope(CHANNEL, wait=0.0).index is not scope.index
 
 
 def test_an_edit_and_a_deletion_older_than_the_history_reach_the_index(tmp_path: Path) -> None:
