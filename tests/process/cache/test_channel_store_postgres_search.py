@@ -6,13 +6,14 @@ the frequencies need, is counted off the answer's path once the channel is large
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 from chanctx.cache import ts_key
 from chanctx.cache.channel_store import PostgresChannelStore, plain_message_row, post_rows
 from chanctx.cache.channel_store._pg_search import DRIVE, OLDER, SAMPLE, PgSearch
 from chanctx.cache.channel_store._pg_sizes import SIZE_TTL, ChannelSizes
+from psycopg.rows import TupleRow
 
 from tests.support.postgres_server import PostgresServer, pg_schema, postgres
 
@@ -111,6 +112,31 @@ def test_a_large_channel_offers_few_older_candidates(store: PostgresChannelStore
     found = large.candidates(chan, ["deploy", "zebra"], 50, before=cut)
     assert len(found) == OLDER and found[0].ts == ts(RARE_AT[0])
     assert len(large.candidates(chan, ["deploy", "zebra"], 50)) == 50  # no before: no cap
+
+
+def test_a_large_channels_older_candidates_intersect_no_pair(store: PostgresChannelStore) -> None:
+    chan = store._chan(T, C)
+    assert chan is not None
+    cut = SIZE - 100
+    statements: list[str] = []
+
+    def query(sql: str, args: Sequence[object] = ()) -> list[TupleRow]:
+        statements.append(sql)
+        return store._query(sql, args)
+
+    large = PgSearch(query, large=SIZE // 2, cache=None)
+    found = large.candidates(chan, ["alpha", "beta"], 50, before=ts_key(ts(cut)))
+    assert not any("&&" in sql for sql in statements)  # the pair's GIN intersection
+    # The newest older messages holding a common term, those holding both first.
+    assert {c.ts for c in found} == {ts(n) for n in range(cut - OLDER, cut)}
+    both = sorted((n for n in range(cut - OLDER, cut) if n % 6 == 0), reverse=True)
+    assert [c.ts for c in found[: len(both)]] == [ts(n) for n in both]
+    statements.clear()  # without before, or in a smaller channel: the pair is read
+    assert len(large.candidates(chan, ["alpha", "beta"], 50)) == 50
+    assert any("&&" in sql for sql in statements)
+    statements.clear()
+    PgSearch(query, cache=None).candidates(chan, ["alpha", "beta"], 50, before=ts_key(ts(cut)))
+    assert any("&&" in sql for sql in statements)
 
 
 def test_a_large_channel_is_counted_off_the_answers_path(
