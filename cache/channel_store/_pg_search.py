@@ -11,7 +11,8 @@ it reads few (``EXPLAIN ANALYZE`` and timings in docs/design.md, "The channel st
 PostgreSQL"):
 
 1. *Frequencies from a sample.* One query tests every term, and every pair of terms, against
-   the channel's newest :data:`SAMPLE` messages (a backward scan by key). A channel that small
+   the channel's newest :data:`SAMPLE` messages (a backward scan by key); the same statement
+   turns the terms never seen into phrase queries and reads the channel's search version. A channel that small
    is counted exactly; in a larger one the share of the sample estimates each term's document
    frequency; the channel's size is ``_pg_sizes``' (counted every few minutes, never on an
    answer's path once the channel is large).
@@ -106,42 +107,47 @@ class PgSearch:
     ) -> list[Candidate]:
         if limit <= 0:
             return []
-        phrases = self._tsqueries(terms)
-        if not phrases:
+        wanted = list(dict.fromkeys(t for t in terms if any(c.isalnum() for c in t)))
+        if not wanted or self._phrases(wanted) == []:
             return []
         if self.cache is None:
-            sample = self._sample(chan, phrases)
-            plan = self._plan(chan, phrases, sample, limit, before)
+            _, phrases, sample = self._head(chan, wanted, version=False)
+            plan = self._plan(chan, phrases, sample, limit, before) if phrases else None
             return [] if plan is None else self._scored(chan, plan, _mean(sample), plan.limit)
-        return self._remembered(self.cache, chan, phrases, limit, before)
+        return self._remembered(self.cache, chan, wanted, limit, before)
 
     def _remembered(
-        self, cache: SearchCache, chan: int, phrases: list[str], limit: int, before: int | None
+        self, cache: SearchCache, chan: int, wanted: list[str], limit: int, before: int | None
     ) -> list[Candidate]:
         """``candidates`` from what was read before at the channel's version, reading what is
         missing (``_pg_search_cache``). A channel whose version moved since its last search
         (an ingest-heavy one moves every commit) is searched by the statement, as with no
         cache, its version read in the sample's statement: it costs what it did."""
         pieces = cache.get(chan)
-        sample: Sample | None = None
-        if pieces is None or pieces.moving:
-            statement = sample_statement(chan, phrases, self._sample_size, version=True)
-            row = self._query(*statement)[0]
-            version = _version(row[0], row[1])
-            sample = sample_of(row[2:], len(phrases))
-            if pieces is None or pieces.version != version:
-                pieces = cache.start(chan, version, moving=pieces is not None)
-            else:
-                pieces.moving = False  # still at the version it moved to: keep reads now
-        else:
+        phrases = self._phrases(wanted)
+        kept: Sample | None = None
+        if pieces is not None and not pieces.moving and phrases is not None:
+            with cache.lock:
+                kept = _kept_sample(pieces, phrases)
+        if pieces is not None and kept is not None and phrases is not None:
+            sample = kept
             version = _version(*self._query(VERSION, [chan])[0])
-            if version != pieces.version:
+            if version != pieces.version:  # the kept sample is another version's
                 pieces = cache.start(chan, version, moving=True)
-        with cache.lock:
-            if sample is None:
-                sample = _kept_sample(pieces, phrases)
-        if sample is None:
-            sample = self._sample(chan, phrases)
+                _, phrases, sample = self._head(chan, wanted, version=False)
+        else:  # the version, the sample and the terms never converted in one statement
+            read, phrases, sample = self._head(chan, wanted, version=True)
+            assert read is not None  # asked for
+            version = read
+            if pieces is None or pieces.moving:
+                if pieces is None or pieces.version != version:
+                    pieces = cache.start(chan, version, moving=pieces is not None)
+                else:
+                    pieces.moving = False  # still at the version it moved to: keep reads now
+            elif version != pieces.version:
+                pieces = cache.start(chan, version, moving=True)
+        if not phrases:
+            return []
         with cache.lock:
             pieces.sample = (sample.rows, sample.mean_length)
             pieces.hits.update(zip(phrases, sample.keys, strict=True))
@@ -259,46 +265,67 @@ class PgSearch:
         )
         return [Candidate(str(ts), float(score)) for ts, score in self._query(sql, args)]
 
-    def _tsqueries(self, terms: Sequence[str]) -> list[str]:
-        """Each term's phrase query (``phraseto_tsquery``) as text, once per term; a term of
-        stop words only (no lexeme) is left out."""
-        wanted = list(dict.fromkeys(t for t in terms if any(c.isalnum() for c in t)))
-        unknown = [t for t in wanted if t not in self._known]
-        if unknown:
-            if len(self._known) + len(unknown) > _KNOWN_TERMS:
-                self._known.clear()
-            calls = ", ".join(f"phraseto_tsquery('{TS_CONFIG}', %s)::text" for _ in unknown)
-            row = self._query(f"SELECT {calls}", unknown)[0]
-            self._known.update(zip(unknown, (str(q) for q in row), strict=True))
+    def _phrases(self, wanted: Sequence[str]) -> list[str] | None:
+        """Each term's phrase query (``phraseto_tsquery``) as text, a term of stop words only
+        (no lexeme) left out; None while a term was never converted (:meth:`_head` does)."""
+        if any(t not in self._known for t in wanted):
+            return None
         return list(dict.fromkeys(q for q in (self._known[t] for t in wanted) if q))
 
-    def _sample(self, chan: int, phrases: Sequence[str]) -> Sample:
-        """Every term tested on the channel's newest SAMPLE messages (the keys that hold it:
-        a pair's count is the two sets' intersection)."""
-        statement = sample_statement(chan, phrases, self._sample_size)
-        return sample_of(self._query(*statement)[0], len(phrases))
+    def _head(
+        self, chan: int, wanted: Sequence[str], *, version: bool
+    ) -> tuple[Version | None, list[str], Sample]:
+        """One statement: the terms never seen turned into phrase queries, the channel's
+        search version (``version``), and every term tested on the channel's newest SAMPLE
+        messages (the keys that hold it: a pair's count is the two sets' intersection). Each
+        of the three had been a round trip of its own, and most questions bring a new word."""
+        unknown = [t for t in wanted if t not in self._known]
+        known = list(dict.fromkeys(q for t in wanted if (q := self._known.get(t))))
+        sql, args = head_statement(chan, known, unknown, self._sample_size, version)
+        row = self._query(sql, args)[0]
+        at = _version(row[0], row[1]) if version else None
+        row = row[2:] if version else row
+        columns = len(known) + len(unknown)
+        texts = [str(q) for q in row[2 + columns :]]
+        keys = dict(zip(known, row[2 : 2 + len(known)], strict=True))
+        for text, found in zip(texts, row[2 + len(known) : 2 + columns], strict=True):
+            keys.setdefault(text, found)
+        of = {t: self._known[t] for t in wanted if t in self._known} | dict(
+            zip(unknown, texts, strict=True)
+        )
+        if len(self._known) + len(unknown) > _KNOWN_TERMS:
+            self._known.clear()
+        self._known.update(zip(unknown, texts, strict=True))
+        phrases = list(dict.fromkeys(q for q in (of[t] for t in wanted) if q))
+        sample = Sample(
+            rows=int(row[0]),
+            mean_length=float(row[1] or 0.0),
+            keys=[frozenset(keys[p] or ()) for p in phrases],
+        )
+        return at, phrases, sample
 
 
-def sample_statement(
-    chan: int, phrases: Sequence[str], size: int, version: bool = False
+def head_statement(
+    chan: int, known: Sequence[str], unknown: Sequence[str], size: int, version: bool
 ) -> tuple[str, list[Any]]:
-    """The sample's statement; ``version``: the channel's search version first, read in the
-    same snapshot (``_pg_search_cache``)."""
-    keys = "".join(f", array_agg(ts_key) FILTER (WHERE doc @@ {PHRASE})" for _ in phrases)
+    """:meth:`PgSearch._head`'s statement: the phrase queries (``known``: their text;
+    ``unknown``: terms to convert, their text returned last) computed once in ``q``, the
+    channel's search version first when ``version`` (read in the same snapshot,
+    ``_pg_search_cache``), the sample's size and mean length, and each query's sample keys."""
+    made = [PHRASE for _ in known] + [f"phraseto_tsquery('{TS_CONFIG}', %s)" for _ in unknown]
+    queries = ", ".join(f"{e} AS q{n}" for n, e in enumerate(made))
+    keys = "".join(
+        f", array_agg(s.ts_key) FILTER (WHERE s.doc @@ q.q{n})" for n in range(len(made))
+    )
+    texts = "".join(f", (SELECT q{n}::text FROM q)" for n in range(len(known), len(made)))
     head = f"{VERSION_COLUMNS}, " if version else ""
     sql = (
-        f"SELECT {head}count(*), avg(length(doc)){keys} FROM (SELECT ts_key, doc FROM messages "
-        f"WHERE chan = %s AND doc IS NOT NULL ORDER BY ts_key DESC LIMIT {int(size)}) s"
+        f"WITH q AS MATERIALIZED (SELECT {queries}) "
+        f"SELECT {head}count(*), avg(length(s.doc)){keys}{texts} FROM (SELECT ts_key, doc "
+        f"FROM messages WHERE chan = %s AND doc IS NOT NULL ORDER BY ts_key DESC "
+        f"LIMIT {int(size)}) s, q"
     )
-    return sql, [*([chan] if version else []), *phrases, chan]
-
-
-def sample_of(row: Sequence[Any], terms: int) -> Sample:
-    return Sample(
-        rows=int(row[0]),
-        mean_length=float(row[1] or 0.0),
-        keys=[frozenset(k or ()) for k in row[2 : 2 + terms]],
-    )
+    return sql, [*known, *unknown, *([chan] if version else []), chan]
 
 
 def _mean(sample: Sample) -> float:

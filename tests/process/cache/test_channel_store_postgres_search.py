@@ -12,6 +12,7 @@ import pytest
 from chanctx.cache import ts_key
 from chanctx.cache.channel_store import PostgresChannelStore, plain_message_row, post_rows
 from chanctx.cache.channel_store._pg_search import DRIVE, OLDER, SAMPLE, PgSearch
+from chanctx.cache.channel_store._pg_search_cache import SearchCache
 from chanctx.cache.channel_store._pg_sizes import SIZE_TTL, ChannelSizes
 from psycopg.rows import TupleRow
 
@@ -137,6 +138,35 @@ def test_a_large_channels_older_candidates_intersect_no_pair(store: PostgresChan
     statements.clear()
     PgSearch(query, cache=None).candidates(chan, ["alpha", "beta"], 50, before=ts_key(ts(cut)))
     assert any("&&" in sql for sql in statements)
+
+
+def test_a_new_questions_words_version_and_sample_are_one_statement(
+    store: PostgresChannelStore,
+) -> None:
+    chan = store._chan(T, C)
+    assert chan is not None
+    statements: list[str] = []
+
+    def query(sql: str, args: Sequence[object] = ()) -> list[TupleRow]:
+        if not sql.startswith(("EXPLAIN", "SELECT count(*)")):  # the channel's size
+            statements.append(sql)
+        return store._query(sql, args)
+
+    search = PgSearch(query, cache=SearchCache())
+    first = search.candidates(chan, ["deploy", "zebra", "the"], 5)
+    head = statements[0]
+    assert "phraseto_tsquery" in head and "max(seq)" in head and "array_agg" in head
+    assert len(statements) == 2  # then the rows it lacks, in one more
+    assert [c.ts for c in first] == [
+        c.ts for c in store.search_candidates(T, C, ["zebra", "deploy"], 5)
+    ]
+    statements.clear()
+    assert search.candidates(chan, ["zebra", "deploy"], 5) == first
+    assert len(statements) == 1 and "phraseto_tsquery" not in statements[0]  # the version
+    statements.clear()
+    search.candidates(chan, ["zebra", "alpha"], 5)  # a new word beside a known one
+    assert sum("phraseto_tsquery" in sql for sql in statements) == 1
+    assert "max(seq)" in statements[0] and len(statements) == 2
 
 
 def test_a_large_channel_is_counted_off_the_answers_path(
