@@ -39,12 +39,17 @@ kept per term while the channel's search version holds, and a question made of w
 before is answered from it with the statement's arithmetic (``_pg_search_cache``): one
 statement, the version read. A channel whose version moved since its previous search (one
 written between every two searches) is searched by the statements, its version read in the
-sample's statement: it costs what it did with nothing kept.
+sample's statement: it costs what it did with nothing kept. A channel still for
+:data:`LEXEMES_AFTER` searches also keeps its sample's keys by lexeme (one statement, at
+that version): a new word's sample matches are then looked up, and the statement a new word
+costs is its conversion and the version read (the sample's scan and tests were 2-3 ms of it
+at 1,000,000 messages); a phrase of several lexemes is still tested on the sample's rows.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from itertools import combinations
@@ -111,7 +116,7 @@ class PgSearch:
         if not wanted or self._phrases(wanted) == []:
             return []
         if self.cache is None:
-            _, phrases, sample = self._head(chan, wanted, version=False)
+            _, phrases, sample = self._whole_head(chan, wanted, version=False)
             plan = self._plan(chan, phrases, sample, limit, before) if phrases else None
             return [] if plan is None else self._scored(chan, plan, _mean(sample), plan.limit)
         return self._remembered(self.cache, chan, wanted, limit, before)
@@ -134,9 +139,16 @@ class PgSearch:
             version = _version(*self._query(VERSION, [chan])[0])
             if version != pieces.version:  # the kept sample is another version's
                 pieces = cache.start(chan, version, moving=True)
-                _, phrases, sample = self._head(chan, wanted, version=False)
+                _, phrases, sample = self._whole_head(chan, wanted, version=False)
         else:  # the version, the sample and the terms never converted in one statement
-            read, phrases, sample = self._head(chan, wanted, version=True)
+            got = None
+            if pieces is not None and not pieces.moving and pieces.lexemes is not None:
+                shape = pieces.sample or (0, 0.0)
+                local = (*shape, pieces.lexemes)
+                got = self._head(chan, wanted, version=True, local=local)
+                if got is not None and got[0] != pieces.version:
+                    got = None  # moved: the lexemes kept are another version's
+            read, phrases, sample = got or self._whole_head(chan, wanted, version=True)
             assert read is not None  # asked for
             version = read
             if pieces is None or pieces.moving:
@@ -151,6 +163,10 @@ class PgSearch:
         with cache.lock:
             pieces.sample = (sample.rows, sample.mean_length)
             pieces.hits.update(zip(phrases, sample.keys, strict=True))
+            pieces.searches += 1
+            lexemes = not pieces.moving and pieces.searches == LEXEMES_AFTER
+        if lexemes:  # still for a few searches: its sample's words are worth keeping
+            self._keep_lexemes(cache, chan, pieces)
         plan = self._plan(chan, phrases, sample, limit, before)
         if plan is None:
             return []
@@ -273,23 +289,35 @@ class PgSearch:
         return list(dict.fromkeys(q for q in (self._known[t] for t in wanted) if q))
 
     def _head(
-        self, chan: int, wanted: Sequence[str], *, version: bool
-    ) -> tuple[Version | None, list[str], Sample]:
+        self, chan: int, wanted: Sequence[str], *, version: bool, local: Local | None = None
+    ) -> tuple[Version | None, list[str], Sample] | None:
         """One statement: the terms never seen turned into phrase queries, the channel's
         search version (``version``), and every term tested on the channel's newest SAMPLE
         messages (the keys that hold it: a pair's count is the two sets' intersection). Each
-        of the three had been a round trip of its own, and most questions bring a new word."""
+        of the three had been a round trip of its own, and most questions bring a new word.
+
+        ``local``: the sample's shape and its keys by lexeme, kept at the version the caller
+        expects; a phrase of one lexeme (a word's) is looked up there, not tested on the
+        rows. None: a term turned out a phrase of several lexemes (ask again without)."""
         unknown = [t for t in wanted if t not in self._known]
         known = list(dict.fromkeys(q for t in wanted if (q := self._known.get(t))))
-        sql, args = head_statement(chan, known, unknown, self._sample_size, version)
+        tested = [local is None or _lexeme(q) is None for q in known]
+        tested += [local is None or _SPLITS.search(t) is not None for t in unknown]
+        sql, args = head_statement(chan, known, unknown, self._sample_size, version, tested)
         row = self._query(sql, args)[0]
         at = _version(row[0], row[1]) if version else None
         row = row[2:] if version else row
-        columns = len(known) + len(unknown)
-        texts = [str(q) for q in row[2 + columns :]]
-        keys = dict(zip(known, row[2 : 2 + len(known)], strict=True))
-        for text, found in zip(texts, row[2 + len(known) : 2 + columns], strict=True):
-            keys.setdefault(text, found)
+        shape: tuple[int, float] = local[:2] if local is not None else (0, 0.0)
+        if any(tested):
+            shape, row = (int(row[0]), float(row[1] or 0.0)), row[2:]
+        count = sum(tested)
+        texts = [str(q) for q in row[count:]]
+        made = [*known, *texts]
+        keys: dict[str, frozenset[int]] = {}
+        found = iter(row[:count])
+        for text, test in zip(made, tested, strict=True):
+            if test:
+                keys.setdefault(text, frozenset(next(found) or ()))
         of = {t: self._known[t] for t in wanted if t in self._known} | dict(
             zip(unknown, texts, strict=True)
         )
@@ -297,35 +325,88 @@ class PgSearch:
             self._known.clear()
         self._known.update(zip(unknown, texts, strict=True))
         phrases = list(dict.fromkeys(q for q in (of[t] for t in wanted) if q))
-        sample = Sample(
-            rows=int(row[0]),
-            mean_length=float(row[1] or 0.0),
-            keys=[frozenset(keys[p] or ()) for p in phrases],
-        )
+        for phrase in phrases:
+            if phrase not in keys:
+                lexeme = _lexeme(phrase)
+                if local is None or lexeme is None:
+                    return None
+                keys[phrase] = local[2].get(lexeme, frozenset())
+        sample = Sample(*shape, keys=[keys[p] for p in phrases])
         return at, phrases, sample
+
+    def _whole_head(
+        self, chan: int, wanted: Sequence[str], *, version: bool
+    ) -> tuple[Version | None, list[str], Sample]:
+        """:meth:`_head` testing every phrase on the sample's rows."""
+        got = self._head(chan, wanted, version=version)
+        assert got is not None  # nothing is looked up
+        return got
+
+    def _keep_lexemes(self, cache: SearchCache, chan: int, pieces: Pieces) -> None:
+        """The sample's keys by lexeme, kept in ``pieces`` if read at their version: a new
+        word's sample matches are then looked up (:meth:`_head`), not tested on the rows."""
+        rows = self._query(lexemes_statement(self._sample_size), [chan, chan])
+        if rows and _version(rows[0][0], rows[0][1]) == pieces.version:
+            with cache.lock:
+                pieces.lexemes = {str(r[2]): frozenset(r[3]) for r in rows}
 
 
 def head_statement(
-    chan: int, known: Sequence[str], unknown: Sequence[str], size: int, version: bool
-) -> tuple[str, list[Any]]:
+    chan: int, known: Sequence[str], unknown: Sequence[str], size: int, version: bool,
+    tested: Sequence[bool],
+) -> tuple[str, list[Any]]:  # fmt: skip
     """:meth:`PgSearch._head`'s statement: the phrase queries (``known``: their text;
     ``unknown``: terms to convert, their text returned last) computed once in ``q``, the
     channel's search version first when ``version`` (read in the same snapshot,
-    ``_pg_search_cache``), the sample's size and mean length, and each query's sample keys."""
+    ``_pg_search_cache``), then, if any query is ``tested``, the sample's size and mean length
+    and each tested query's sample keys."""
     made = [PHRASE for _ in known] + [f"phraseto_tsquery('{TS_CONFIG}', %s)" for _ in unknown]
     queries = ", ".join(f"{e} AS q{n}" for n, e in enumerate(made))
-    keys = "".join(
-        f", array_agg(s.ts_key) FILTER (WHERE s.doc @@ q.q{n})" for n in range(len(made))
+    texts = ", ".join(f"(SELECT q{n}::text FROM q)" for n in range(len(known), len(made)))
+    head = [VERSION_COLUMNS] if version else []
+    args: list[Any] = [*known, *unknown, *([chan] if version else [])]
+    if not any(tested):
+        columns = ", ".join([*head, *([texts] if texts else [])])
+        return f"WITH q AS MATERIALIZED (SELECT {queries}) SELECT {columns}", args
+    keys = [
+        f"array_agg(s.ts_key) FILTER (WHERE s.doc @@ q.q{n})"
+        for n, test in enumerate(tested)
+        if test
+    ]
+    columns = ", ".join(
+        [*head, "count(*)", "avg(length(s.doc))", *keys, *([texts] if texts else [])]
     )
-    texts = "".join(f", (SELECT q{n}::text FROM q)" for n in range(len(known), len(made)))
-    head = f"{VERSION_COLUMNS}, " if version else ""
     sql = (
-        f"WITH q AS MATERIALIZED (SELECT {queries}) "
-        f"SELECT {head}count(*), avg(length(s.doc)){keys}{texts} FROM (SELECT ts_key, doc "
+        f"WITH q AS MATERIALIZED (SELECT {queries}) SELECT {columns} FROM (SELECT ts_key, doc "
         f"FROM messages WHERE chan = %s AND doc IS NOT NULL ORDER BY ts_key DESC "
         f"LIMIT {int(size)}) s, q"
     )
-    return sql, [*known, *unknown, *([chan] if version else []), chan]
+    return sql, [*args, chan]
+
+
+def lexemes_statement(size: int) -> str:
+    """The sample's rows by lexeme, the channel's search version first (on every row,
+    computed once) and two ``chan`` arguments."""
+    return (
+        f"SELECT {VERSION_COLUMNS}, u.lexeme, array_agg(s.ts_key) FROM (SELECT ts_key, doc "
+        f"FROM messages WHERE chan = %s AND doc IS NOT NULL ORDER BY ts_key DESC "
+        f"LIMIT {int(size)}) s, unnest(s.doc) u GROUP BY u.lexeme"
+    )
+
+
+LEXEMES_AFTER = 3  # searches at one version before its sample's lexemes are read
+# A term holding none of these is taken for one lexeme (a word, a version, a number): its
+# sample matches are looked up; a term that turns out several (a phrase) is asked again.
+_SPLITS = re.compile(r"[-_'\s/]")
+_ONE_LEXEME = re.compile(r"'((?:[^'\\]|''|\\\\)*)'")
+
+Local = tuple[int, float, dict[str, frozenset[int]]]
+
+
+def _lexeme(phrase: str) -> str | None:
+    """The lexeme of a phrase query of one lexeme (``'bill'``); None for any other."""
+    found = _ONE_LEXEME.fullmatch(phrase)
+    return None if found is None else found.group(1).replace("''", "'").replace("\\\\", "\\")
 
 
 def _mean(sample: Sample) -> float:

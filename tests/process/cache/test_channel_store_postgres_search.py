@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 import pytest
 from chanctx.cache import ts_key
 from chanctx.cache.channel_store import PostgresChannelStore, plain_message_row, post_rows
-from chanctx.cache.channel_store._pg_search import DRIVE, OLDER, SAMPLE, PgSearch
+from chanctx.cache.channel_store._pg_search import DRIVE, LEXEMES_AFTER, OLDER, SAMPLE, PgSearch
 from chanctx.cache.channel_store._pg_search_cache import SearchCache
 from chanctx.cache.channel_store._pg_sizes import SIZE_TTL, ChannelSizes
 from psycopg.rows import TupleRow
@@ -153,20 +153,30 @@ def test_a_new_questions_words_version_and_sample_are_one_statement(
         return store._query(sql, args)
 
     search = PgSearch(query, cache=SearchCache())
+    fresh = PgSearch(store._query, cache=None)  # keeps nothing: the answers to get
     first = search.candidates(chan, ["deploy", "zebra", "the"], 5)
     head = statements[0]
     assert "phraseto_tsquery" in head and "max(seq)" in head and "array_agg" in head
     assert len(statements) == 2  # then the rows it lacks, in one more
-    assert [c.ts for c in first] == [
-        c.ts for c in store.search_candidates(T, C, ["zebra", "deploy"], 5)
-    ]
+    assert first == fresh.candidates(chan, ["deploy", "zebra"], 5)
     statements.clear()
     assert search.candidates(chan, ["zebra", "deploy"], 5) == first
     assert len(statements) == 1 and "phraseto_tsquery" not in statements[0]  # the version
     statements.clear()
-    search.candidates(chan, ["zebra", "alpha"], 5)  # a new word beside a known one
-    assert sum("phraseto_tsquery" in sql for sql in statements) == 1
-    assert "max(seq)" in statements[0] and len(statements) == 2
+    # A new word beside a known one; the third search at this version also reads the
+    # sample's words (LEXEMES_AFTER), so a later new word is looked up there.
+    assert search.candidates(chan, ["zebra", "alpha"], 5) == fresh.candidates(
+        chan, ["zebra", "alpha"], 5
+    )
+    assert LEXEMES_AFTER == 3 and "array_agg" in statements[0] and "max(seq)" in statements[0]
+    assert len(statements) == 3 and "unnest" in statements[1]  # then the rows it lacks
+    statements.clear()
+    for terms in (["beta", "deploy"], ["note7", "zebra"], ["note11-deploy", "alpha"]):
+        assert search.candidates(chan, terms, 5) == fresh.candidates(chan, terms, 5)
+    heads = [sql for sql in statements if "phraseto_tsquery" in sql]  # one a search
+    assert len(heads) == 3 and all("max(seq)" in sql for sql in heads)
+    assert not any("array_agg" in sql for sql in heads[:2])  # words: looked up
+    assert "array_agg" in heads[2]  # a phrase of several words: tested on the rows
 
 
 def test_a_large_channel_is_counted_off_the_answers_path(
