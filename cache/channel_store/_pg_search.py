@@ -70,13 +70,17 @@ from chanctx.cache.channel_store._pg_sizes import ChannelSizes
 from chanctx.cache.channel_store._records import Candidate
 from psycopg.rows import TupleRow
 
-__all__ = ["DRIVE", "LARGE", "OLDER", "SAMPLE", "PgSearch"]
+__all__ = ["DRIVE", "LARGE", "LEXEMES_AFTER", "OLDER", "SAMPLE", "PgSearch"]
 
 SAMPLE = 2_000  # the newest messages each term's frequency is estimated on
 DRIVE = 5_000  # the rows one search reads and scores, about
 OLDER = 10  # candidates older than ``before`` offered in a large channel, at most
 LARGE = 20_000  # a channel larger than this is large
 FILL_SCAN = 50_000  # the newest messages looked at for common terms, at most
+# Searches at one version before its sample's lexemes are read: the read costs some 40-50 ms
+# at 1,000,000 messages and a new word's head 2-3 ms less after it, so it is for a channel
+# whose version has held for a while (one still for ten searches tends to stay still).
+LEXEMES_AFTER = 10
 _K1, _B = 1.2, 0.4
 _KNOWN_TERMS = 10_000  # tsqueries remembered (the words people ask about repeat)
 
@@ -96,13 +100,16 @@ class PgSearch:
         sample: int = SAMPLE,
         drive: int = DRIVE,
         cache: SearchCache | None = None,
+        lexemes_after: int = LEXEMES_AFTER,
     ) -> None:
-        """``large``, ``sample``, ``drive``: :data:`LARGE`, :data:`SAMPLE`, :data:`DRIVE`
-        (smaller in tests, so a small channel takes every path)."""
+        """``large``, ``sample``, ``drive``, ``lexemes_after``: :data:`LARGE`, :data:`SAMPLE`,
+        :data:`DRIVE`, :data:`LEXEMES_AFTER` (smaller in tests, so a small channel takes every
+        path)."""
         self._query = query
         self._large = large
         self._sample_size = sample
         self._drive = drive
+        self._lexemes_after = lexemes_after
         self._sizes = ChannelSizes(query, clock)
         self._known: dict[str, str] = {}  # term -> its tsquery as text ("" for stop words)
         self.cache = cache
@@ -164,7 +171,7 @@ class PgSearch:
             pieces.sample = (sample.rows, sample.mean_length)
             pieces.hits.update(zip(phrases, sample.keys, strict=True))
             pieces.searches += 1
-            lexemes = not pieces.moving and pieces.searches == LEXEMES_AFTER
+            lexemes = not pieces.moving and pieces.searches == self._lexemes_after
         if lexemes:  # still for a few searches: its sample's words are worth keeping
             self._keep_lexemes(cache, chan, pieces)
         plan = self._plan(chan, phrases, sample, limit, before)
@@ -394,7 +401,6 @@ def lexemes_statement(size: int) -> str:
     )
 
 
-LEXEMES_AFTER = 3  # searches at one version before its sample's lexemes are read
 # A term holding none of these is taken for one lexeme (a word, a version, a number): its
 # sample matches are looked up; a term that turns out several (a phrase) is asked again.
 _SPLITS = re.compile(r"[-_'\s/]")

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 import pytest
 from chanctx.cache import ts_key
 from chanctx.cache.channel_store import PostgresChannelStore, plain_message_row, post_rows
-from chanctx.cache.channel_store._pg_search import DRIVE, LEXEMES_AFTER, OLDER, SAMPLE, PgSearch
+from chanctx.cache.channel_store._pg_search import DRIVE, OLDER, SAMPLE, PgSearch
 from chanctx.cache.channel_store._pg_search_cache import SearchCache
 from chanctx.cache.channel_store._pg_sizes import SIZE_TTL, ChannelSizes
 from psycopg.rows import TupleRow
@@ -152,7 +152,7 @@ def test_a_new_questions_words_version_and_sample_are_one_statement(
             statements.append(sql)
         return store._query(sql, args)
 
-    search = PgSearch(query, cache=SearchCache())
+    search = PgSearch(query, cache=SearchCache(), lexemes_after=3)
     fresh = PgSearch(store._query, cache=None)  # keeps nothing: the answers to get
     first = search.candidates(chan, ["deploy", "zebra", "the"], 5)
     head = statements[0]
@@ -164,11 +164,11 @@ def test_a_new_questions_words_version_and_sample_are_one_statement(
     assert len(statements) == 1 and "phraseto_tsquery" not in statements[0]  # the version
     statements.clear()
     # A new word beside a known one; the third search at this version also reads the
-    # sample's words (LEXEMES_AFTER), so a later new word is looked up there.
+    # sample's words (lexemes_after), so a later new word is looked up there.
     assert search.candidates(chan, ["zebra", "alpha"], 5) == fresh.candidates(
         chan, ["zebra", "alpha"], 5
     )
-    assert LEXEMES_AFTER == 3 and "array_agg" in statements[0] and "max(seq)" in statements[0]
+    assert "array_agg" in statements[0] and "max(seq)" in statements[0]
     assert len(statements) == 3 and "unnest" in statements[1]  # then the rows it lacks
     statements.clear()
     for terms in (["beta", "deploy"], ["note7", "zebra"], ["note11-deploy", "alpha"]):

@@ -72,9 +72,10 @@ def open_store(server: PostgresServer, schema: str) -> PostgresChannelStore:
 
 
 def searcher(store: PostgresChannelStore, cache: SearchCache | None) -> PgSearch:
-    """The store's search with a small sample, drive and "large": a channel of tens of
-    messages takes every path (common terms, pairs, the fill, the cap on older ones)."""
-    return PgSearch(store._query, sample=12, drive=15, large=30, cache=cache)
+    """The store's search with a small sample, drive and "large", and its sample's words
+    kept early: a channel of tens of messages takes every path (common terms, pairs, the
+    fill, the cap on older ones, new words looked up)."""
+    return PgSearch(store._query, sample=12, drive=15, large=30, cache=cache, lexemes_after=2)
 
 
 def answers(store: PostgresChannelStore, search: PgSearch) -> list[object]:
