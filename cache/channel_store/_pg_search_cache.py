@@ -145,6 +145,8 @@ class Pieces:
     pairs: dict[tuple[str, str], Keyed] = field(default_factory=dict)
     fills: dict[tuple[int | None, str], Fill] = field(default_factory=dict)
     held: int = 0  # keys in the pieces
+    searches: int = 0  # searches answered at this version while it held
+    lexemes: dict[str, frozenset[int]] | None = None  # the sample's keys by lexeme
 
     def keep(self, read: Read) -> None:
         """The ts and lexeme counts of rows a statement read."""

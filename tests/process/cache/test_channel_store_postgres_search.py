@@ -6,13 +6,15 @@ the frequencies need, is counted off the answer's path once the channel is large
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 from chanctx.cache import ts_key
 from chanctx.cache.channel_store import PostgresChannelStore, plain_message_row, post_rows
 from chanctx.cache.channel_store._pg_search import DRIVE, OLDER, SAMPLE, PgSearch
+from chanctx.cache.channel_store._pg_search_cache import SearchCache
 from chanctx.cache.channel_store._pg_sizes import SIZE_TTL, ChannelSizes
+from psycopg.rows import TupleRow
 
 from tests.support.postgres_server import PostgresServer, pg_schema, postgres
 
@@ -111,6 +113,70 @@ def test_a_large_channel_offers_few_older_candidates(store: PostgresChannelStore
     found = large.candidates(chan, ["deploy", "zebra"], 50, before=cut)
     assert len(found) == OLDER and found[0].ts == ts(RARE_AT[0])
     assert len(large.candidates(chan, ["deploy", "zebra"], 50)) == 50  # no before: no cap
+
+
+def test_a_large_channels_older_candidates_intersect_no_pair(store: PostgresChannelStore) -> None:
+    chan = store._chan(T, C)
+    assert chan is not None
+    cut = SIZE - 100
+    statements: list[str] = []
+
+    def query(sql: str, args: Sequence[object] = ()) -> list[TupleRow]:
+        statements.append(sql)
+        return store._query(sql, args)
+
+    large = PgSearch(query, large=SIZE // 2, cache=None)
+    found = large.candidates(chan, ["alpha", "beta"], 50, before=ts_key(ts(cut)))
+    assert not any("&&" in sql for sql in statements)  # the pair's GIN intersection
+    # The newest older messages holding a common term, those holding both first.
+    assert {c.ts for c in found} == {ts(n) for n in range(cut - OLDER, cut)}
+    both = sorted((n for n in range(cut - OLDER, cut) if n % 6 == 0), reverse=True)
+    assert [c.ts for c in found[: len(both)]] == [ts(n) for n in both]
+    statements.clear()  # without before, or in a smaller channel: the pair is read
+    assert len(large.candidates(chan, ["alpha", "beta"], 50)) == 50
+    assert any("&&" in sql for sql in statements)
+    statements.clear()
+    PgSearch(query, cache=None).candidates(chan, ["alpha", "beta"], 50, before=ts_key(ts(cut)))
+    assert any("&&" in sql for sql in statements)
+
+
+def test_a_new_questions_words_version_and_sample_are_one_statement(
+    store: PostgresChannelStore,
+) -> None:
+    chan = store._chan(T, C)
+    assert chan is not None
+    statements: list[str] = []
+
+    def query(sql: str, args: Sequence[object] = ()) -> list[TupleRow]:
+        if not sql.startswith(("EXPLAIN", "SELECT count(*)")):  # the channel's size
+            statements.append(sql)
+        return store._query(sql, args)
+
+    search = PgSearch(query, cache=SearchCache(), lexemes_after=3)
+    fresh = PgSearch(store._query, cache=None)  # keeps nothing: the answers to get
+    first = search.candidates(chan, ["deploy", "zebra", "the"], 5)
+    head = statements[0]
+    assert "phraseto_tsquery" in head and "max(seq)" in head and "array_agg" in head
+    assert len(statements) == 2  # then the rows it lacks, in one more
+    assert first == fresh.candidates(chan, ["deploy", "zebra"], 5)
+    statements.clear()
+    assert search.candidates(chan, ["zebra", "deploy"], 5) == first
+    assert len(statements) == 1 and "phraseto_tsquery" not in statements[0]  # the version
+    statements.clear()
+    # A new word beside a known one; the third search at this version also reads the
+    # sample's words (lexemes_after), so a later new word is looked up there.
+    assert search.candidates(chan, ["zebra", "alpha"], 5) == fresh.candidates(
+        chan, ["zebra", "alpha"], 5
+    )
+    assert "array_agg" in statements[0] and "max(seq)" in statements[0]
+    assert len(statements) == 3 and "unnest" in statements[1]  # then the rows it lacks
+    statements.clear()
+    for terms in (["beta", "deploy"], ["note7", "zebra"], ["note11-deploy", "alpha"]):
+        assert search.candidates(chan, terms, 5) == fresh.candidates(chan, terms, 5)
+    heads = [sql for sql in statements if "phraseto_tsquery" in sql]  # one a search
+    assert len(heads) == 3 and all("max(seq)" in sql for sql in heads)
+    assert not any("array_agg" in sql for sql in heads[:2])  # words: looked up
+    assert "array_agg" in heads[2]  # a phrase of several words: tested on the rows
 
 
 def test_a_large_channel_is_counted_off_the_answers_path(

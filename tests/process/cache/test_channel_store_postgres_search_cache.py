@@ -10,6 +10,7 @@ cut run against writes without a deadlock; a store at schema version 1 migrates 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 import pytest
 from chanctx.cache.channel_store import (
@@ -23,11 +24,12 @@ from chanctx.cache.channel_store import (
     plain_message_row,
     post_rows,
 )
-from chanctx.cache.channel_store._pg_search import PgSearch
+from chanctx.cache.channel_store._pg_search import LEXEMES_AFTER, PgSearch
 from chanctx.cache.channel_store._pg_search_cache import SearchCache
 from chanctx.context import FileRef, Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from psycopg.rows import TupleRow
 
 from tests.support.postgres_server import (
     PostgresServer,
@@ -70,9 +72,10 @@ def open_store(server: PostgresServer, schema: str) -> PostgresChannelStore:
 
 
 def searcher(store: PostgresChannelStore, cache: SearchCache | None) -> PgSearch:
-    """The store's search with a small sample, drive and "large": a channel of tens of
-    messages takes every path (common terms, pairs, the fill, the cap on older ones)."""
-    return PgSearch(store._query, sample=12, drive=15, large=30, cache=cache)
+    """The store's search with a small sample, drive and "large", and its sample's words
+    kept early: a channel of tens of messages takes every path (common terms, pairs, the
+    fill, the cap on older ones, new words looked up)."""
+    return PgSearch(store._query, sample=12, drive=15, large=30, cache=cache, lexemes_after=2)
 
 
 def answers(store: PostgresChannelStore, search: PgSearch) -> list[object]:
@@ -175,6 +178,39 @@ def test_a_write_through_one_replica_is_found_through_the_other_at_once(
     assert min(found(["deploy"])) >= ts(30)
     one.write([ChannelForgotten(T, "C1")])
     assert found(["deploy"]) == set()
+    one.close()
+    two.close()
+
+
+def test_a_new_word_after_a_write_is_not_looked_up_in_the_words_kept_before(
+    postgres: PostgresServer, pg_schema: str
+) -> None:
+    one, two = open_store(postgres, pg_schema), open_store(postgres, pg_schema)
+    seed(one)
+    chan = two._chan(T, "C1")
+    assert chan is not None
+    statements: list[str] = []
+
+    def query(sql: str, args: Sequence[object] = ()) -> list[TupleRow]:
+        statements.append(sql)
+        return two._query(sql, args)
+
+    search = PgSearch(query, cache=SearchCache())
+    for _ in range(LEXEMES_AFTER):
+        search.candidates(chan, ["deploy"], 5)
+    assert any("unnest" in sql for sql in statements)  # the sample's words, kept
+    statements.clear()
+    search.candidates(chan, ["pool"], 5)  # a new word at the same version: looked up
+    assert "phraseto_tsquery" in statements[0] and "array_agg" not in statements[0]
+    post_rows(one, T, "C1", [plain_message_row(ts(92), "U1", "quokka deploy")])
+    statements.clear()
+    found = search.candidates(chan, ["quokka"], 5)
+    assert [c.ts for c in found] == [ts(92)]
+    # Looked up, but the version had moved: the words kept were the version before's, so
+    # the sample is read again, tested on the rows.
+    assert "array_agg" not in statements[0] and "max(seq)" in statements[0]
+    assert "array_agg" in statements[1]
+    assert found == PgSearch(two._query, cache=None).candidates(chan, ["quokka"], 5)
     one.close()
     two.close()
 
