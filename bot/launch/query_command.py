@@ -89,7 +89,9 @@ def run_query_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             counter=default_counter(),
             history=IndexedHistory(max_bytes=args.history_mb * 2**20),
             record=record,
-            # The operator waits for the whole index (no Slack here to wait for otherwise).
+            # No Slack here to wait for; the index build is waited for as a running bot's
+            # answer waits for it (a large channel is answered from the held history and the
+            # store's full-text matches, which cover everything stored).
             settings=ContextSettings(max_wait_seconds=_BUILD_WAIT),
         )
         # The engine builds the channel's search index from the store (all of it, within
