@@ -67,6 +67,15 @@ def stored(data: Path) -> Iterator[ChannelRecord]:
         opened.close()
 
 
+def store_fact_among_notes(data: Path, fact: str, count: int) -> None:
+    """``count`` messages in the store: ``fact`` (by U1) first, then routine notes (by U2)."""
+    with stored(data) as record:
+        writer = engine(record)
+        writer.handle(message(ts(0), fact, user="U1"))
+        for n in range(1, count):
+            writer.handle(message(ts(n), f"routine note {n}", user="U2"))
+
+
 def ranked(eng: ContextEngine, intent: str) -> list[tuple[Any, ...]]:
     """channel_context's rows, whole: ts, time, author, text, thread counters."""
     tools = ChannelTools(EngineView(eng, CHANNEL), names=NAMES, now=lambda: 1_781_100_000.0)
@@ -236,11 +245,7 @@ def test_an_answer_does_not_wait_for_a_build_with_more_than_a_page_to_read(
     # The build reads the channel (more than a page of 50), then is held before indexing it.
     # An answer asked meanwhile, allowed to wait an hour, ranks the interim index at once: the
     # build cannot end within the wait. Its messages still reach the answer (FTS5's matches).
-    with stored(tmp_path) as record:
-        writer = engine(record)
-        writer.handle(message(ts(0), "the vault code is 4412", user="U1"))
-        for n in range(1, 200):
-            writer.handle(message(ts(n), f"routine note {n}", user="U2"))
+    store_fact_among_notes(tmp_path, "the vault code is 4412", 200)
     indexing = threading.Event()
     go_on = threading.Event()
 
@@ -307,11 +312,7 @@ def test_an_edit_and_a_deletion_older_than_the_history_reach_the_index(tmp_path:
 def test_an_answer_during_a_build_finds_an_old_fact_not_yet_indexed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with stored(tmp_path) as record:
-        writer = engine(record)
-        writer.handle(message(ts(0), "the pager rotation moves to Lee", user="U1"))
-        for n in range(1, 300):
-            writer.handle(message(ts(n), f"routine note {n}", user="U2"))
+    store_fact_among_notes(tmp_path, "the pager rotation moves to Lee", 300)
     with stored(tmp_path) as record:
         restarted = restarted_engine(record, wait=0.0, per_channel=50)
         indexes = restarted.indexes
