@@ -7,9 +7,9 @@ the channel is read or the byte budget (``--history-mb``, :func:`message_bytes` 
 full; then they are indexed oldest first, the order the index links conversations in. A channel
 larger than the budget keeps its newest part in memory, and each search pulls the older
 messages that FTS5 finds for its keywords (``search_candidates``; a word the index already holds
-thousands of messages with is not asked) into the index before ranking, so an old fact still reaches the ranking (it is scored without the neighbours the
-index does not hold). Indexes of the least recently searched channels are dropped first when
-the budget is over.
+thousands of messages with is not asked) into the index before ranking, so an old fact still
+reaches the ranking (it is scored without the neighbours the index does not hold). Indexes of
+the least recently searched channels are dropped first when the budget is over.
 
 While a build runs, live writes are queued into the new index (the history feeds this object,
 :class:`IndexSink`), and a search waits for the build at most its wait budget (``--max-wait``)
@@ -57,8 +57,9 @@ OLDER, LARGE = 30, 20_000
 HELD = 2_000
 # Seconds from the start of a channel's build until its searches stop waiting for it and rank
 # the interim index: a small channel's build ends within it (then the search ranks the whole
-# index), a large one's takes minutes, and the interim already covers everything stored, so
-# waiting longer buys little.
+# index), a large one's takes tens of seconds (and is not waited for at all once it has more
+# than a page to read), and the interim already covers everything stored, so waiting longer
+# buys little.
 BUILD_WAIT = 1.0
 # The newest held messages an interim index takes (beside FTS5's matches over the whole
 # channel, which cover the rest of the history too): indexing all 5,000 a channel's history
