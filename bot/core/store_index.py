@@ -235,6 +235,14 @@ class StoreIndexes:
         """Begin building the channel's index if it has none (returns at once)."""
         self._entry(channel)
 
+    def wait_built(self, channel: str, seconds: float) -> tuple[bool, int]:
+        """Wait at most ``seconds`` for the channel's index (its build started if none is
+        running): (whether it is ready, messages its build has read so far). A failed build
+        counts as ready: its answers search the interim index, as a running bot's do."""
+        entry = self._entry(channel)
+        entry.done.wait(seconds)
+        return entry.done.is_set(), entry.read
+
     # -- internals -------------------------------------------------------------------------------
 
     def _entry(self, channel: str) -> _Entry:

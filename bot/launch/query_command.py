@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,11 +22,13 @@ from chanctx.bot.core.data_flags import add_data_dir, add_database_url, data_dir
 from chanctx.bot.launch.options import Options, SettingsError
 
 if TYPE_CHECKING:
+    from chanctx.bot.core.store_index import StoreIndexes
     from chanctx.cache.channel_store import ChannelStore
 
 __all__ = ["add_query_parser", "run_query_command"]
 
 _BUILD_WAIT = 24 * 3600.0  # seconds the command waits for the channel's index to be built
+_TELL_EVERY = 5.0  # seconds between the progress lines of a long index build (on stderr)
 _CHANNEL = re.compile(r"^[CDG][A-Z0-9]{2,20}$")
 
 
@@ -89,19 +93,32 @@ def run_query_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             counter=default_counter(),
             history=IndexedHistory(max_bytes=args.history_mb * 2**20),
             record=record,
-            # No Slack here to wait for; the index build is waited for as a running bot's
-            # answer waits for it (a large channel is answered from the held history and the
-            # store's full-text matches, which cover everything stored).
-            settings=ContextSettings(max_wait_seconds=_BUILD_WAIT),
+            settings=ContextSettings(max_wait_seconds=_BUILD_WAIT),  # no Slack to wait for
         )
         # The engine builds the channel's search index from the store (all of it, within
-        # --history-mb), as the running bot does on a channel's first search.
+        # --history-mb), as the running bot does on a channel's first search, and the answer
+        # waits for it: a running bot answers from its built index once the build is done.
         engine.learn_warm(args.channel, [])
+        if engine.indexes is not None:
+            _wait_for_index(engine.indexes, args.channel)
         answer = run_query(engine, body)
     finally:
         opened.close()
     print(json.dumps(answer, indent=2) if args.format == "json" else answer["rendered"])
     return 0
+
+
+def _wait_for_index(indexes: StoreIndexes, channel: str) -> None:
+    """Wait for the channel's index, telling a long build's progress on stderr."""
+    started = time.monotonic()
+    ready, read = indexes.wait_built(channel, _TELL_EVERY)
+    while not ready:
+        print(
+            f"building the search index of {channel} from the channel store: {read:,} messages "
+            f"read in {time.monotonic() - started:.0f} s",
+            file=sys.stderr,
+        )
+        ready, read = indexes.wait_built(channel, _TELL_EVERY)
 
 
 def _team_of(store: ChannelStore, channel: str, team: str | None, data_dir: Path) -> str:
