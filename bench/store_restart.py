@@ -155,12 +155,10 @@ def channel_context_in_process(
     )  # fmt: skip
     assert engine.indexes is not None
     try:
-        engine.indexes.start(channel)
-        waited = time.monotonic()
-        while not engine.indexes.indexed(channel):
-            if time.monotonic() - waited > 1_800:
-                raise SystemExit(f"{channel}: no index built in the bench process in 30 min")
-            time.sleep(0.5)
+        if not engine.indexes.wait_built(channel, 1_800.0)[0]:
+            raise SystemExit(f"{channel}: no index built in the bench process in 30 min")
+        if not engine.indexes.indexed(channel):
+            raise SystemExit(f"{channel}: its index build failed (see the log)")
         took = timed_searches(engine, channel, intents, names, limit=8, per_thread=PER_THREAD)
     finally:
         opened.close()

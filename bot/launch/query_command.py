@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["add_query_parser", "run_query_command"]
 
-_BUILD_WAIT = 24 * 3600.0  # seconds the command waits for the channel's index to be built
+_BUILD_WAIT = 24 * 3600.0  # an answer's wait budget: no Slack here, nothing to give up on
 _TELL_EVERY = 5.0  # seconds between the progress lines of a long index build (on stderr)
 _CHANNEL = re.compile(r"^[CDG][A-Z0-9]{2,20}$")
 

@@ -277,6 +277,21 @@ def test_an_answer_does_not_wait_for_a_build_with_more_than_a_page_to_read(
         assert indexes.scope(CHANNEL, wait=0.0).index is not scope.index
 
 
+def test_waiting_for_a_build_ends_when_it_is_built_or_has_failed(tmp_path: Path) -> None:
+    store_fact_among_notes(tmp_path, "the vault code is 4412", 120)
+
+    def broken() -> Names:
+        raise RuntimeError("names unavailable")
+
+    with stored(tmp_path) as record:
+        built = StoreIndexes(record, max_bytes=2**22, held=lambda _c: [], names=lambda: NAMES)
+        assert built.wait_built(CHANNEL, 60.0) == (True, 120)
+        assert built.indexed(CHANNEL) == 120
+        failing = StoreIndexes(record, max_bytes=2**22, held=lambda _c: [], names=broken)
+        assert failing.wait_built(CHANNEL, 60.0)[0]  # a failed build is not waited on forever
+        assert failing.indexed(CHANNEL) == 0
+
+
 def test_an_edit_and_a_deletion_older_than_the_history_reach_the_index(tmp_path: Path) -> None:
     with stored(tmp_path) as record:
         writer = engine(record)
